@@ -1,0 +1,1 @@
+"""Platform adapters (Telegram, Slack, console). Each imports `bridge`, never the reverse."""

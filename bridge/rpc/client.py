@@ -1,0 +1,555 @@
+"""The async client for one agent process: `async with AgentClient(spec) as agent`.
+
+Design in brief:
+- one reader task owns stdout: bytes → `LineSplitter` → `decode_record`; one task
+  drains stderr and keeps its tail; nothing else reads the pipes;
+- requests are correlated by `id`, falling back to the command name for the
+  id-less error responses of 0.73.1 (OBSERVED.md); each waits under its own
+  timeout, and the agent's exit fails every pending request with `AgentExited`
+  carrying the exit code and stderr tail;
+- events, problems (malformed / oversized records) and the client's own signals
+  (`RunStarted`, `RunEnded`, ...) go, in order, to one bounded stream
+  (`events`): a slow consumer slows the agent instead of growing memory;
+- `RunState` is updated by the reader before an event is delivered, so
+  `agent.state` is never behind what a consumer has seen;
+- the protocol profile is detected at start; the legacy agent has no responses
+  and no queue, so the client answers for it and queues prompts itself;
+- closing cancels pending dialogs and aborts a run before ending the process
+  group, each step bounded, in a shielded scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Self
+
+import anyio
+
+from bridge.rpc.commands import (
+    Abort,
+    Command,
+    FollowUp,
+    GetAvailableThinkingLevels,
+    GetCommands,
+    GetState,
+    LegacyAttachment,
+    LegacyPrompt,
+    Outgoing,
+    Prompt,
+    Steer,
+    StreamingBehavior,
+    UIResponse,
+    encode_command,
+)
+from bridge.rpc.decode import Decoded, decode_record
+from bridge.rpc.errors import (
+    AgentExited,
+    ClientClosed,
+    CommandFailed,
+    RequestTimeout,
+    RpcError,
+    Unsupported,
+)
+from bridge.rpc.events import ErrorEvent, QueueUpdate, Response
+from bridge.rpc.framing import DEFAULT_MAX_RECORD, LineSplitter
+from bridge.rpc.process import AgentSpec, spawn, terminate_group
+from bridge.rpc.profile import LEGACY, LEGACY_COMMANDS, PI, Profile, classify
+from bridge.rpc.signals import (
+    AgentGone,
+    DialogExpired,
+    OrphanResponse,
+    RunEnded,
+    RunStarted,
+    Signal,
+)
+from bridge.rpc.state import Phase, RunChange, RunState
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from types import TracebackType
+
+    from anyio.abc import Process, TaskGroup
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+    from bridge.rpc.content import ImageContent
+
+REQUEST_TIMEOUT = 30.0  # state commands answer in ms; prompt after preflight (~1 s)
+# Atomic from a source build answers its first get_state after ~5.8 s.
+DETECT_TIMEOUT = 30.0
+# auto_retry_start follows an error's agent_end within ~2 ms (x_retry).
+SETTLE_GRACE = 0.5
+ABORT_ON_CLOSE_TIMEOUT = 2.0
+EVENT_BUFFER = 4096
+STDERR_TAIL_BYTES = 8192
+DIALOG_TICK = 0.2  # how often agent-side dialog deadlines are checked
+# A line no agent parses: current agents answer it with a `parse` error response,
+# the legacy agent with an `error` event, which is how it is recognised.
+_PROBE_LINE = b"pi-bridge-protocol-probe\n"
+
+AgentEvent = Decoded | Signal
+
+
+@dataclass
+class _Pending:
+    command: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    response: Response | None = None
+    error: RpcError | None = None
+
+
+@dataclass(frozen=True)
+class _Queued:
+    kind: str
+    text: str
+    images: tuple[ImageContent, ...]
+
+
+class AgentClient:
+    """One running agent. Use as an async context manager; read `events`."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        profile: Profile | None = None,
+        request_timeout: float = REQUEST_TIMEOUT,
+        max_record: int = DEFAULT_MAX_RECORD,
+        event_buffer: int = EVENT_BUFFER,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec
+        self.profile = profile or PI
+        self._detect = profile is None
+        self.state = RunState(profile=self.profile)
+        self.initial_state: dict[str, object] = {}
+        self._timeout = request_timeout
+        self._max_record = max_record
+        self._clock = clock
+        send, receive = anyio.create_memory_object_stream[AgentEvent](event_buffer)
+        self._send: MemoryObjectSendStream[AgentEvent] = send
+        self.events: MemoryObjectReceiveStream[AgentEvent] = receive
+        self._process: Process | None = None
+        self._tg: TaskGroup | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._write_lock = anyio.Lock()
+        self._stderr = bytearray()
+        self._stderr_done = anyio.Event()
+        self._exited = anyio.Event()
+        self._exit: AgentExited | None = None
+        self._closing = False
+        self._swallow_parse = 0
+        self._legacy_error = anyio.Event()
+        self._legacy_queue: list[_Queued] = []
+        self._extension_commands: frozenset[str] | None = None
+        self._settle_generation = 0
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            self._process = await spawn(self.spec)
+            self._tg.start_soon(self._read_stdout)
+            self._tg.start_soon(self._drain_stderr)
+            self._tg.start_soon(self._watch_dialogs)
+            if self._detect:
+                self.profile = await self._detect_profile()
+                self.state.profile = self.profile
+        except BaseException as exc:
+            await self._finish(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._finish(exc_type, exc, tb)
+
+    async def aclose(self) -> None:
+        await self._finish(None, None, None)
+
+    async def _finish(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return
+        with anyio.CancelScope(shield=True):
+            await self._shutdown()
+        # The task group's own scope must be exited outside the shield it is not in.
+        tg.cancel_scope.cancel()
+        try:
+            await tg.__aexit__(exc_type, exc, tb)
+        finally:
+            self._send.close()
+
+    async def _shutdown(self) -> None:
+        if self._process is None:
+            return
+        if not self._exited.is_set() and not self.profile.is_legacy:
+            with anyio.move_on_after(ABORT_ON_CLOSE_TIMEOUT):
+                try:
+                    await self._cancel_dialogs()
+                    if self.state.busy:
+                        await self.request(Abort(), limit=ABORT_ON_CLOSE_TIMEOUT)
+                except RpcError:
+                    pass  # the agent is going away anyway
+        self._closing = True
+        await terminate_group(self._process)
+        with anyio.move_on_after(1):
+            await self._exited.wait()
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "agent not started"
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.returncode
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and not self._exited.is_set()
+
+    @property
+    def stderr_tail(self) -> str:
+        return self._stderr.decode("utf-8", errors="replace")
+
+    async def wait(self) -> int | None:
+        """Until the agent has exited and every event has been queued."""
+        await self._exited.wait()
+        return self.returncode
+
+    # --- commands ------------------------------------------------------------------
+
+    async def request(
+        self, command: Command, *, limit: float | None = None, check: bool = True
+    ) -> Response:
+        """Send a command and wait for its response (`math.inf`: no time limit)."""
+        if self.profile.is_legacy:
+            return await self._legacy_request(command)
+        cid = command.id or f"{command.type}-{next(self._ids)}"
+        command = command.model_copy(update={"id": cid})
+        pending = _Pending(command.type)
+        self._pending[cid] = pending
+        limit = self._timeout if limit is None else limit
+        try:
+            await self._write(command)
+            with anyio.fail_after(None if math.isinf(limit) else limit):
+                await pending.done.wait()
+        except TimeoutError:
+            raise RequestTimeout(command.type, limit) from None
+        finally:
+            self._pending.pop(cid, None)
+        if pending.error is not None:
+            raise pending.error
+        assert pending.response is not None
+        if check and not pending.response.success:
+            raise CommandFailed(command.type, pending.response.error)
+        return pending.response
+
+    async def prompt(
+        self,
+        text: str,
+        images: Sequence[ImageContent] = (),
+        *,
+        streaming_behavior: StreamingBehavior | None = None,
+    ) -> Response:
+        """Start a run (or queue into one with `streaming_behavior`)."""
+        if self.profile.is_legacy:
+            return await self._legacy_send("prompt", text, images)
+        runs = await self._starts_run(text)
+        started = streaming_behavior is None and self.state.prompt_sent()
+        if started:
+            await self._emit_change(RunChange.STARTED)
+        command = Prompt(
+            message=text, images=list(images) or None, streamingBehavior=streaming_behavior
+        )
+        try:
+            # An extension command answers only when its handler is done: no limit.
+            response = await self.request(command, limit=None if runs else math.inf, check=False)
+        except RpcError:
+            if started:
+                await self._emit_change(self.state.prompt_answered(False))
+            raise
+        if started:
+            await self._emit_change(self.state.prompt_answered(response.success, runs))
+        if not response.success:
+            raise CommandFailed("prompt", response.error)
+        return response
+
+    async def steer(self, text: str, images: Sequence[ImageContent] = ()) -> Response:
+        if not self.profile.native_queue:
+            return await self._legacy_send("steer", text, images)
+        return await self.request(Steer(message=text, images=list(images) or None))
+
+    async def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> Response:
+        if not self.profile.native_queue:
+            return await self._legacy_send("follow_up", text, images)
+        return await self.request(FollowUp(message=text, images=list(images) or None))
+
+    async def abort(self) -> None:
+        """Stop the run. Pending dialogs are cancelled in the same breath: with one
+        open, the agent holds the abort until it is answered (OBSERVED.md, f3)."""
+        if self.profile.is_legacy:
+            self._legacy_queue.clear()
+            await self._write(Abort())
+            return
+        await self._cancel_dialogs()
+        await self.request(Abort())
+
+    async def answer_dialog(
+        self,
+        request_id: str,
+        *,
+        value: str | None = None,
+        confirmed: bool | None = None,
+        cancelled: bool = False,
+    ) -> None:
+        """Answer an extension dialog; an unknown id is ignored by the agent."""
+        self.state.dialog_answered(request_id)
+        await self._write(
+            UIResponse(id=request_id, value=value, confirmed=confirmed, cancelled=cancelled or None)
+        )
+
+    async def get_state(self) -> dict[str, object]:
+        response = await self.request(GetState())
+        return response.data if isinstance(response.data, dict) else {}
+
+    async def _cancel_dialogs(self) -> None:
+        for request_id in list(self.state.dialogs):
+            await self.answer_dialog(request_id, cancelled=True)
+
+    async def _starts_run(self, text: str) -> bool:
+        """False for `/name` extension commands, which run no agent loop of their own."""
+        if not text.startswith("/"):
+            return True
+        if self._extension_commands is None:
+            try:
+                data = (await self.request(GetCommands())).data or {}
+            except RpcError:
+                data = {}
+            items = data.get("commands", []) if isinstance(data, dict) else []
+            self._extension_commands = frozenset(
+                str(c.get("name")) for c in items if c.get("source") == "extension"
+            )
+        name = text[1:].split(maxsplit=1)[0] if len(text) > 1 else ""
+        return name not in self._extension_commands
+
+    async def _write(self, command: Outgoing) -> None:
+        await self._write_bytes(encode_command(command))
+
+    async def _write_bytes(self, line: bytes) -> None:
+        if self._closing:
+            raise ClientClosed("the agent client is closing")
+        if self._exit is not None:
+            raise self._exit
+        assert self._process is not None
+        assert self._process.stdin is not None
+        try:
+            async with self._write_lock:
+                await self._process.stdin.send(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            await self._exited.wait()
+            raise self._exit or AgentExited(self.returncode, self.stderr_tail) from exc
+
+    # --- profile detection -----------------------------------------------------------
+
+    async def _detect_profile(self) -> Profile:
+        self._swallow_parse += 1
+        await self._write_bytes(_PROBE_LINE)
+        state: dict[str, object] | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def ask_state() -> None:
+                nonlocal state
+                state = await self.get_state()
+                tg.cancel_scope.cancel()
+
+            async def legacy_error() -> None:
+                await self._legacy_error.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(ask_state)
+            tg.start_soon(legacy_error)
+            with anyio.fail_after(DETECT_TIMEOUT):
+                await self._exited_or_forever()
+        if state is None:
+            return LEGACY
+        self.initial_state = state
+        probe = await self.request(GetAvailableThinkingLevels(), check=False)
+        return classify(state, knows_new_commands=probe.success)
+
+    async def _exited_or_forever(self) -> None:
+        await self._exited.wait()
+        raise self._exit or AgentExited(self.returncode, self.stderr_tail)
+
+    # --- legacy protocol ------------------------------------------------------------
+
+    async def _legacy_request(self, command: Command) -> Response:
+        if command.type not in LEGACY_COMMANDS:
+            raise Unsupported(command.type, self.profile.name)
+        if isinstance(command, Prompt):
+            return await self._legacy_send("prompt", command.message, command.images or ())
+        await self._write(command)
+        return Response(type="response", command=command.type, success=True)
+
+    async def _legacy_send(self, kind: str, text: str, images: Sequence[ImageContent]) -> Response:
+        """The legacy agent runs a second prompt concurrently with the first and
+        cannot abort it, so while busy the client holds messages and sends them
+        as prompts, one per run."""
+        item = _Queued(kind, text, tuple(images))
+        if self.state.busy:
+            self._legacy_queue.append(item)
+            await self._emit(self._legacy_queue_update())
+        else:
+            await self._legacy_prompt(item)
+        return Response(type="response", command=kind, success=True)
+
+    async def _legacy_prompt(self, item: _Queued) -> None:
+        attachments = [
+            LegacyAttachment(
+                id=f"img{n}",
+                fileName=f"image{n}.{image.mimeType.rsplit('/', 1)[-1]}",
+                mimeType=image.mimeType,
+                size=len(image.data) * 3 // 4,
+                content=image.data,
+            )
+            for n, image in enumerate(item.images, 1)
+        ]
+        if self.state.prompt_sent():
+            await self._emit(RunStarted())
+        await self._write(LegacyPrompt(message=item.text, attachments=attachments or None))
+
+    def _legacy_queue_update(self) -> QueueUpdate:
+        return QueueUpdate(
+            type="queue_update",
+            steering=[q.text for q in self._legacy_queue if q.kind == "steer"],
+            followUp=[q.text for q in self._legacy_queue if q.kind != "steer"],
+        )
+
+    async def _legacy_next(self) -> None:
+        if self._legacy_queue and not self._closing and self._exit is None:
+            item = self._legacy_queue.pop(0)
+            await self._emit(self._legacy_queue_update())
+            await self._legacy_prompt(item)
+
+    # --- reading ---------------------------------------------------------------------
+
+    async def _read_stdout(self) -> None:
+        assert self._process is not None
+        assert self._process.stdout is not None
+        splitter = LineSplitter(self._max_record)
+        try:
+            async for chunk in self._process.stdout:
+                for frame in splitter.feed(chunk):
+                    await self._dispatch(frame)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        for frame in splitter.close():
+            await self._dispatch(frame)
+        await self._on_exit()
+
+    async def _drain_stderr(self) -> None:
+        assert self._process is not None
+        assert self._process.stderr is not None
+        try:
+            async for chunk in self._process.stderr:
+                self._stderr += chunk
+                del self._stderr[:-STDERR_TAIL_BYTES]
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        finally:
+            self._stderr_done.set()
+
+    async def _on_exit(self) -> None:
+        assert self._process is not None
+        with anyio.move_on_after(5):
+            await self._process.wait()
+        with anyio.move_on_after(1):
+            await self._stderr_done.wait()
+        self._exit = AgentExited(self._process.returncode, self.stderr_tail)
+        for pending in self._pending.values():
+            pending.error = self._exit
+            pending.done.set()
+        change = self.state.agent_exited()
+        self._legacy_queue.clear()
+        if change is not None:
+            await self._emit(RunEnded())
+        await self._emit(AgentGone(self._process.returncode, self.stderr_tail))
+        self._exited.set()
+        self._send.close()
+
+    async def _dispatch(self, frame: bytes | object) -> None:
+        decoded: Decoded = decode_record(frame) if isinstance(frame, bytes) else frame  # type: ignore[assignment]
+        if isinstance(decoded, Response):
+            await self._route_response(decoded)
+            return
+        if isinstance(decoded, ErrorEvent):
+            self._legacy_error.set()
+        change = self.state.apply(decoded, self._clock())
+        if change is RunChange.STARTED:
+            await self._emit(RunStarted())
+        await self._emit(decoded)
+        await self._emit_change(change)
+        if self.state.phase is Phase.SETTLING:
+            self._settle_generation += 1
+            assert self._tg is not None
+            self._tg.start_soon(self._settle_after_grace, self._settle_generation)
+
+    async def _route_response(self, response: Response) -> None:
+        pending = self._pending.get(response.id) if response.id else None
+        if pending is None and response.id is None:
+            if response.command == "parse" and self._swallow_parse:
+                self._swallow_parse -= 1
+                return
+            pending = next(
+                (
+                    p
+                    for p in self._pending.values()
+                    if p.command == response.command and not p.done.is_set()
+                ),
+                None,
+            )
+        if pending is None or pending.done.is_set():
+            await self._emit(OrphanResponse(response))
+            return
+        pending.response = response
+        pending.done.set()
+
+    async def _settle_after_grace(self, generation: int) -> None:
+        await anyio.sleep(SETTLE_GRACE)
+        if generation == self._settle_generation:
+            await self._emit_change(self.state.settle())
+
+    async def _watch_dialogs(self) -> None:
+        while True:
+            await anyio.sleep(DIALOG_TICK)
+            for dialog in self.state.expire_dialogs(self._clock()):
+                await self._emit(DialogExpired(dialog))
+
+    async def _emit_change(self, change: RunChange | None) -> None:
+        if change is RunChange.STARTED:
+            await self._emit(RunStarted())
+        elif change is RunChange.ENDED:
+            await self._emit(RunEnded())
+            if self.profile.is_legacy:
+                await self._legacy_next()
+
+    async def _emit(self, item: AgentEvent) -> None:
+        # Nobody listening any more is fine: the state is still kept.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self._send.send(item)

@@ -1,0 +1,231 @@
+"""What one agent is doing, derived from the events it sent (pure, no I/O).
+
+`RunState.apply(event, now)` folds one event in and returns a `RunChange` when a
+run starts or ends. The rules come from OBSERVED.md:
+- a run starts on `agent_start`, on a successful `prompt` response (atomic can
+  lose the first `agent_start`) or on any in-run event while idle;
+- `agent_end` is not the end: on a transient error it is followed by
+  `auto_retry_start` and a new `agent_start`. A run is over on `agent_settled`
+  (profiles that have it), on `agent_end` with `willRetry: false`, or on an
+  `agent_end` that did not end in an error. An `agent_end` after an error with
+  no `willRetry` leaves the state SETTLING: the caller waits a short grace
+  (`settle()`) for an `auto_retry_start` that may follow;
+- tools in flight are keyed by `toolCallId`; dialogs by request id, with the
+  deadline of their own `timeout`, after which the agent has resolved them
+  silently.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bridge.rpc.content import AssistantMessage
+from bridge.rpc.events import (
+    AgentEnd,
+    AgentSettled,
+    AgentStart,
+    AutoRetryEnd,
+    AutoRetryStart,
+    CompactionEnd,
+    CompactionStart,
+    LegacyCompaction,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    QueueUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from bridge.rpc.profile import PI, Profile
+from bridge.rpc.ui import DIALOG_METHODS, UIRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class Phase(enum.Enum):
+    IDLE = "idle"
+    STARTING = "starting"  # prompt written, no answer yet: already busy for routing
+    RUNNING = "running"
+    RETRYING = "retrying"  # between a failed attempt and the next agent_start
+    SETTLING = "settling"  # agent_end after an error: a retry may still follow
+
+
+class RunChange(enum.Enum):
+    STARTED = "started"
+    ENDED = "ended"
+
+
+@dataclass(slots=True)
+class ToolInFlight:
+    tool_call_id: str
+    name: str
+    args: object
+    started_at: float
+    output: str = ""  # latest cumulative partial output
+
+
+@dataclass(slots=True)
+class PendingDialog:
+    request: UIRequest
+    opened_at: float
+    expires_at: float | None  # from the request's own timeout; None: waits forever
+
+
+_IN_RUN = (TurnStart, TurnEnd, MessageStart, MessageEnd, MessageUpdate, ToolExecutionStart)
+
+
+@dataclass
+class RunState:
+    profile: Profile = PI
+    phase: Phase = Phase.IDLE
+    compacting: bool = False
+    retry_attempt: int = 0
+    tools: dict[str, ToolInFlight] = field(default_factory=dict)
+    dialogs: dict[str, PendingDialog] = field(default_factory=dict)
+    steering: tuple[str, ...] = ()
+    follow_up: tuple[str, ...] = ()
+    runs_ended: int = 0
+
+    @property
+    def busy(self) -> bool:
+        """True from the moment a prompt is written until the run is over."""
+        return self.phase is not Phase.IDLE
+
+    # --- inputs from the client ----------------------------------------------
+
+    def prompt_sent(self) -> RunChange | None:
+        if self.phase is Phase.IDLE:
+            self.phase = Phase.STARTING
+            return RunChange.STARTED
+        return None
+
+    def prompt_answered(self, success: bool, starts_run: bool = True) -> RunChange | None:
+        """The prompt's response. `starts_run=False` for extension commands, whose
+        response arrives after their handler ran, with no run of their own."""
+        if self.phase is not Phase.STARTING:
+            return None
+        if success and starts_run:
+            self.phase = Phase.RUNNING
+            return None
+        return self._end()
+
+    def dialog_answered(self, request_id: str) -> None:
+        self.dialogs.pop(request_id, None)
+
+    def settle(self) -> RunChange | None:
+        """The grace after an error's agent_end passed with no retry: the run is over."""
+        return self._end() if self.phase is Phase.SETTLING else None
+
+    def expire_dialogs(self, now: float) -> list[PendingDialog]:
+        """Dialogs whose own timeout has passed: the agent has resolved them."""
+        gone = [
+            d for d in self.dialogs.values() if d.expires_at is not None and d.expires_at <= now
+        ]
+        for d in gone:
+            del self.dialogs[d.request.id]
+        return gone
+
+    def agent_exited(self) -> RunChange | None:
+        self.dialogs.clear()
+        self.steering = self.follow_up = ()
+        self.compacting = False
+        return self._end() if self.busy else None
+
+    # --- events --------------------------------------------------------------
+
+    def apply(self, event: object, now: float) -> RunChange | None:
+        if isinstance(event, AgentStart):
+            return self._start()
+        if isinstance(event, AgentEnd):
+            return self._agent_end(event)
+        if isinstance(event, AgentSettled):
+            return self._end() if self.busy else None
+        if isinstance(event, AutoRetryStart):
+            self.phase = Phase.RETRYING
+            self.retry_attempt = event.attempt
+            return None
+        if isinstance(event, AutoRetryEnd):
+            self.retry_attempt = 0
+            return None
+        change = self._implicit_start(event)
+        self._track(event, now)
+        return change
+
+    def _track(self, event: object, now: float) -> None:
+        if isinstance(event, ToolExecutionStart):
+            self.tools[event.toolCallId] = ToolInFlight(
+                event.toolCallId, event.toolName, event.args, now
+            )
+        elif isinstance(event, ToolExecutionUpdate):
+            tool = self.tools.get(event.toolCallId)
+            if tool is not None and event.partialResult is not None:
+                tool.output = _text(event.partialResult.content)
+        elif isinstance(event, ToolExecutionEnd):
+            self.tools.pop(event.toolCallId, None)
+        elif isinstance(event, QueueUpdate):
+            self.steering, self.follow_up = tuple(event.steering), tuple(event.followUp)
+        elif isinstance(event, CompactionStart):
+            self.compacting = True
+        elif isinstance(event, CompactionEnd | LegacyCompaction):
+            self.compacting = False
+        elif getattr(event, "type", None) == "extension_ui_request":
+            self._open_dialog(event, now)
+
+    def _open_dialog(self, event: object, now: float) -> None:
+        method = getattr(event, "method", "")
+        if method not in DIALOG_METHODS:
+            return
+        timeout = getattr(event, "timeout", None)
+        expires = now + timeout / 1000 if isinstance(timeout, int) and timeout > 0 else None
+        request: UIRequest = event  # type: ignore[assignment]
+        self.dialogs[request.id] = PendingDialog(request, now, expires)
+
+    def _implicit_start(self, event: object) -> RunChange | None:
+        if isinstance(event, _IN_RUN) and self.phase in (Phase.IDLE, Phase.STARTING):
+            return self._start()
+        return None
+
+    def _start(self) -> RunChange | None:
+        was_idle = self.phase is Phase.IDLE
+        self.phase = Phase.RUNNING
+        return RunChange.STARTED if was_idle else None
+
+    def _agent_end(self, event: AgentEnd) -> RunChange | None:
+        if self.phase is Phase.IDLE:
+            return None
+        self.tools.clear()  # a tool without its end event was cut off
+        if event.willRetry:
+            self.phase = Phase.RETRYING
+            return None
+        if self.profile.settled_event:
+            return None  # wait for agent_settled
+        if event.willRetry is None and _ended_in_error(event):
+            self.phase = Phase.SETTLING
+            return None
+        return self._end()
+
+    def _end(self) -> RunChange | None:
+        if self.phase is Phase.IDLE:
+            return None
+        self.phase = Phase.IDLE
+        self.tools.clear()
+        self.retry_attempt = 0
+        self.runs_ended += 1
+        return RunChange.ENDED
+
+
+def _ended_in_error(event: AgentEnd) -> bool:
+    for message in reversed(event.messages):
+        if isinstance(message, AssistantMessage):
+            return message.stopReason == "error"
+    return False
+
+
+def _text(blocks: Sequence[object]) -> str:
+    return "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")

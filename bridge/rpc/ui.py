@@ -1,0 +1,116 @@
+"""Extension UI requests (agent → client) and their answers (client → agent).
+
+Dialogs (`select`, `confirm`, `input`, `editor`) block the agent until answered;
+the rest are fire-and-forget. A dialog's `timeout` (ms) is enforced by the agent,
+which tells the client nothing when it fires (OBSERVED.md, "Extension dialogs"),
+so whoever shows the dialog keeps its own timer. Unknown methods are kept as
+`OtherUIRequest`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from bridge.rpc.wire import Wire
+
+DIALOG_METHODS = frozenset({"select", "confirm", "input", "editor"})
+
+
+class _UIRequest(Wire):
+    type: Literal["extension_ui_request"]
+    id: str
+
+    @property
+    def is_dialog(self) -> bool:
+        return getattr(self, "method", "") in DIALOG_METHODS
+
+
+class _Dialog(_UIRequest):
+    title: str = ""
+    timeout: int | None = None  # milliseconds; the agent resolves by itself after it
+
+
+class SelectRequest(_Dialog):
+    method: Literal["select"]
+    options: list[str] = Field(default_factory=list)
+
+
+class ConfirmRequest(_Dialog):
+    method: Literal["confirm"]
+    message: str = ""
+
+
+class InputRequest(_Dialog):
+    method: Literal["input"]
+    placeholder: str | None = None
+
+
+class EditorRequest(_Dialog):
+    method: Literal["editor"]
+    prefill: str | None = None
+
+
+class NotifyRequest(_UIRequest):
+    method: Literal["notify"]
+    message: str = ""
+    notifyType: str = "info"
+
+
+class SetStatusRequest(_UIRequest):
+    method: Literal["setStatus"]
+    statusKey: str = ""
+    statusText: str | None = None  # absent: clear the entry
+
+
+class SetWidgetRequest(_UIRequest):
+    method: Literal["setWidget"]
+    widgetKey: str = ""
+    widgetLines: list[str] | None = None  # absent: clear the widget
+    widgetPlacement: str | None = None
+
+
+class SetTitleRequest(_UIRequest):
+    method: Literal["setTitle"]
+    title: str = ""
+
+
+class SetEditorTextRequest(_UIRequest):
+    method: Literal["set_editor_text"]
+    text: str = ""
+
+
+class OtherUIRequest(_UIRequest):
+    """A UI method this bridge does not know; kept so it can be logged or shown."""
+
+    method: str = ""
+
+
+DialogRequest = SelectRequest | ConfirmRequest | InputRequest | EditorRequest
+
+KnownUIRequest = Annotated[
+    SelectRequest
+    | ConfirmRequest
+    | InputRequest
+    | EditorRequest
+    | NotifyRequest
+    | SetStatusRequest
+    | SetWidgetRequest
+    | SetTitleRequest
+    | SetEditorTextRequest,
+    Field(discriminator="method"),
+]
+
+UIRequest = (
+    SelectRequest
+    | ConfirmRequest
+    | InputRequest
+    | EditorRequest
+    | NotifyRequest
+    | SetStatusRequest
+    | SetWidgetRequest
+    | SetTitleRequest
+    | SetEditorTextRequest
+    | OtherUIRequest
+)
