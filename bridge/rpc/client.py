@@ -48,6 +48,7 @@ from bridge.rpc.commands import (
 from bridge.rpc.decode import Decoded, decode_record
 from bridge.rpc.errors import (
     AgentExited,
+    AgentStartError,
     ClientClosed,
     CommandFailed,
     RequestTimeout,
@@ -143,7 +144,7 @@ class AgentClient:
         self._exit: AgentExited | None = None
         self._closing = False
         self._swallow_parse = 0
-        self._legacy_error = anyio.Event()
+        self._probe: _Pending | None = None
         self._legacy_queue: list[_Queued] = []
         self._extension_commands: frozenset[str] | None = None
         self._settle_generation = 0
@@ -161,8 +162,8 @@ class AgentClient:
             if self._detect:
                 self.profile = await self._detect_profile()
                 self.state.profile = self.profile
-        except BaseException as exc:
-            await self._finish(type(exc), exc, exc.__traceback__)
+        except BaseException:
+            await self._finish()
             raise
         return self
 
@@ -172,17 +173,12 @@ class AgentClient:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._finish(exc_type, exc, tb)
+        await self._finish()
 
     async def aclose(self) -> None:
-        await self._finish(None, None, None)
+        await self._finish()
 
-    async def _finish(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _finish(self) -> None:
         tg, self._tg = self._tg, None
         if tg is None:
             return
@@ -191,7 +187,9 @@ class AgentClient:
         # The task group's own scope must be exited outside the shield it is not in.
         tg.cancel_scope.cancel()
         try:
-            await tg.__aexit__(exc_type, exc, tb)
+            # The body's own exception propagates by itself; handing it to the task
+            # group would wrap it in an ExceptionGroup.
+            await tg.__aexit__(None, None, None)
         finally:
             self._send.close()
 
@@ -371,31 +369,27 @@ class AgentClient:
     async def _detect_profile(self) -> Profile:
         self._swallow_parse += 1
         await self._write_bytes(_PROBE_LINE)
-        state: dict[str, object] | None = None
-        async with anyio.create_task_group() as tg:
-
-            async def ask_state() -> None:
-                nonlocal state
-                state = await self.get_state()
-                tg.cancel_scope.cancel()
-
-            async def legacy_error() -> None:
-                await self._legacy_error.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(ask_state)
-            tg.start_soon(legacy_error)
+        probe = self._probe = _Pending("get_state")
+        self._pending["probe-state"] = probe
+        try:
+            await self._write(GetState(id="probe-state"))
             with anyio.fail_after(DETECT_TIMEOUT):
-                await self._exited_or_forever()
-        if state is None:
+                await probe.done.wait()  # also set by the legacy agent's `error` event
+        except TimeoutError:
+            raise AgentStartError(
+                f"the agent answered nothing within {DETECT_TIMEOUT:g} s: {self.stderr_tail[-300:]}"
+            ) from None
+        finally:
+            self._pending.pop("probe-state", None)
+            self._probe = None
+        if probe.error is not None:
+            raise probe.error
+        if probe.response is None:
             return LEGACY
-        self.initial_state = state
-        probe = await self.request(GetAvailableThinkingLevels(), check=False)
-        return classify(state, knows_new_commands=probe.success)
-
-    async def _exited_or_forever(self) -> None:
-        await self._exited.wait()
-        raise self._exit or AgentExited(self.returncode, self.stderr_tail)
+        state = probe.response.data
+        self.initial_state = state if isinstance(state, dict) else {}
+        newer = await self.request(GetAvailableThinkingLevels(), check=False)
+        return classify(self.initial_state, knows_new_commands=newer.success)
 
     # --- legacy protocol ------------------------------------------------------------
 
@@ -498,8 +492,8 @@ class AgentClient:
         if isinstance(decoded, Response):
             await self._route_response(decoded)
             return
-        if isinstance(decoded, ErrorEvent):
-            self._legacy_error.set()
+        if isinstance(decoded, ErrorEvent) and self._probe is not None:
+            self._probe.done.set()  # only the legacy agent answers the probe line so
         change = self.state.apply(decoded, self._clock())
         if change is RunChange.STARTED:
             await self._emit(RunStarted())
