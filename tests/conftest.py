@@ -1,0 +1,43 @@
+"""Shared fixtures: anyio on asyncio, a started fake LLM, a throwaway agent home."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.support.agents import SETUP_HINT, agent_bin, agent_installed, make_agent_home
+from tests.support.fake_llm import FakeLLM
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from tests.support.agents import AgentHome
+
+
+def require_agent(version: str) -> None:
+    """Fail (never skip) the calling test when the pinned agent is not installed."""
+    if not agent_installed(version):
+        pytest.fail(
+            f"pi agent {version} is not installed at {agent_bin(version)}: {SETUP_HINT}",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def fake_llm() -> AsyncIterator[FakeLLM]:
+    """A started FakeLLM on 127.0.0.1; script it with `fake_llm.add(...)`."""
+    async with FakeLLM() as llm:
+        yield llm
+
+
+@pytest.fixture
+def agent_home(tmp_path: Path, fake_llm: FakeLLM) -> AgentHome:
+    """HOME and agent config dir under tmp_path, pointing the agents at `fake_llm`."""
+    return make_agent_home(tmp_path / "agent-home", fake_llm.base_url)

@@ -1,0 +1,1 @@
+"""Test support: a scripted fake LLM and helpers to run the real pi agents."""
