@@ -19,9 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
-    from tests.support.agents import AgentHome
-
     from bridge.rpc import AgentEvent
+    from tests.support.agents import AgentHome
 
 T = TypeVar("T")
 WAIT = 30.0  # generous: two agents share two cores in CI

@@ -21,7 +21,7 @@ import pytest
 
 from bridge.rpc import AgentExited, AgentSpec, RunEnded, RunStarted, agent_environment
 from bridge.rpc.commands import Bash, GetMessages
-from bridge.rpc.content import ImageContent
+from bridge.rpc.content import ImageContent, TextContent, UserMessage
 from bridge.rpc.events import (
     MessageStart,
     QueueUpdate,
@@ -265,8 +265,14 @@ async def test_line_and_paragraph_separators_round_trip_unchanged(
         await rec.wait_for(RunEnded)
     assert rec.text() == f"Echo {tricky} end"
     assert tricky in fake_llm.requests[-1].last_user_text
-    users = [m for m in rec.of(MessageStart) if m.message.role == "user"]
-    assert tricky in str(users[0].message.content)
+    users = [m.message for m in rec.of(MessageStart) if isinstance(m.message, UserMessage)]
+    content = users[0].content
+    sent = (
+        content
+        if isinstance(content, str)
+        else "".join(b.text for b in content if isinstance(b, TextContent))
+    )
+    assert sent == f"unicode {tricky}"
 
 
 async def test_an_image_prompt_reaches_the_model(
