@@ -1,0 +1,292 @@
+"""The bridge's platform-neutral vocabulary: what comes in, what goes out.
+
+Adapters translate platform updates into `Inbound` and carry out `Op`s through
+the small `Adapter` protocol; everything between (router, renderer, outbox,
+supervisor) speaks only these types. Messages the renderer creates are named by
+a `slot` (a string the renderer chooses, e.g. ``"tool:call_1"``); the outbox
+maps slots to the platform's message refs, so the renderer stays pure.
+Platform failures arrive as the small `PlatformError` tree, never SDK types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+ConversationKey = str  # "tg:<chat>", "tg:<chat>:<topic>", "slack:<team>:<channel>[:<ts>]"
+
+
+# --- inbound ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRef:
+    """Where to post: the platform's chat id and, for threads/topics, the thread id."""
+
+    chat_id: str
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """A message the bridge sent, as the platform names it."""
+
+    chat: ChatRef
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    id: str
+    name: str = ""
+    is_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    data: bytes
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """A press on one of the bridge's buttons; `press_id` answers it privately."""
+
+    token: str
+    press_id: str
+    message: MessageRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One user action in a conversation, already normalised by the adapter.
+
+    `event_id` is the platform's delivery id, used to drop redeliveries; `reply_to`
+    is the platform id of the message this one replies to (dialog answers by reply).
+    """
+
+    key: ConversationKey
+    chat: ChatRef
+    sender: Sender
+    event_id: str
+    text: str = ""
+    images: tuple[Image, ...] = ()
+    reply_to: str | None = None
+    press: ButtonPress | None = None
+    from_self: bool = False
+    is_edit: bool = False
+
+
+# --- outbound -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """A label and an opaque token (never option text: platforms cap its size)."""
+
+    label: str
+    token: str
+
+
+Keyboard = tuple[tuple[Button, ...], ...]  # rows of buttons
+Markup = Literal["formatted", "plain"]
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Post a new message for `slot`. `text` is already converted for the platform
+    when `markup == "formatted"`; `plain` is the fallback sent if the platform
+    rejects the formatting."""
+
+    slot: str
+    text: str
+    plain: str = ""
+    markup: Markup = "plain"
+    buttons: Keyboard = ()
+    force_reply: bool = False  # Telegram ForceReply: answers to input dialogs
+    silent: bool = False  # no notification sound (progress, not results)
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace the text and buttons of the message already posted for `slot`."""
+
+    slot: str
+    text: str
+    plain: str = ""
+    markup: Markup = "plain"
+    buttons: Keyboard = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    slot: str
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """A file attachment (long tool output, exports)."""
+
+    slot: str
+    filename: str
+    data: bytes
+    caption: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerPress:
+    """A private answer to a button press (toast / ephemeral message)."""
+
+    press_id: str
+    text: str = ""
+    alert: bool = False
+
+
+Op = Send | Edit | Delete | Upload | AnswerPress
+
+
+# --- platform limits and the adapter ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformLimits:
+    """Numbers the renderer and outbox read; adapters fill them from their SDK's
+    constants where it has them."""
+
+    max_text: int = 4096  # characters per message after conversion
+    max_caption: int = 1024
+    max_button_data: int = 64  # bytes of a button token
+    max_buttons_per_row: int = 4
+    edit_interval: float = 1.0  # seconds between edits of one message
+    chat_rate: float = 1.0  # sends+edits per second per chat
+    global_rate: float = 30.0  # calls per second over all chats
+
+
+class Formatter(Protocol):
+    """Markdown → the platform's markup, split into messages of at most `limit`."""
+
+    def __call__(self, markdown: str, limit: int) -> list[str]: ...
+
+
+class Adapter(Protocol):
+    """What the bridge needs from a platform. Implementations translate SDK errors
+    into `PlatformError` subclasses."""
+
+    @property
+    def limits(self) -> PlatformLimits: ...
+
+    def format(self, markdown: str, limit: int) -> list[str]: ...
+
+    async def send(
+        self,
+        chat: ChatRef,
+        text: str,
+        *,
+        markup: Markup = "plain",
+        buttons: Keyboard = (),
+        force_reply: bool = False,
+        silent: bool = False,
+    ) -> MessageRef: ...
+
+    async def edit(
+        self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
+    ) -> None: ...
+
+    async def delete(self, ref: MessageRef) -> None: ...
+
+    async def upload(
+        self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
+    ) -> MessageRef: ...
+
+    async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None: ...
+
+
+# --- platform errors ---------------------------------------------------------------------
+
+
+class PlatformError(Exception):
+    """A platform call failed; `permanent` says whether retrying can help."""
+
+    permanent = True
+
+
+class RateLimited(PlatformError):
+    permanent = False
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"rate limited, retry after {retry_after:g} s")
+        self.retry_after = retry_after
+
+
+class NotModified(PlatformError):
+    """An edit to the text the message already has: counts as success."""
+
+
+class BadFormatting(PlatformError):
+    """The platform could not parse the markup: resend as plain text."""
+
+
+class MessageGone(PlatformError):
+    """The message to edit or delete no longer exists."""
+
+
+class TooLong(PlatformError):
+    """The text is over the platform's limit despite the renderer's split."""
+
+
+class TransientError(PlatformError):
+    permanent = False
+
+
+class ConversationSettings(BaseModel):
+    """Per-conversation choices the user can change (persisted in the store)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    busy_policy: Literal["steer", "follow_up", "ask"] = "steer"
+    verbosity: Literal["all", "compact", "off"] = "all"
+    model: str | None = None  # "provider/model-id"
+    thinking: str | None = None
+
+
+def rows(buttons: Sequence[Button], per_row: int) -> Keyboard:
+    """Lay buttons out in rows of at most `per_row`."""
+    per_row = max(1, per_row)
+    return tuple(tuple(buttons[i : i + per_row]) for i in range(0, len(buttons), per_row))
+
+
+__all__ = [
+    "Adapter",
+    "AnswerPress",
+    "BadFormatting",
+    "Button",
+    "ButtonPress",
+    "ChatRef",
+    "ConversationKey",
+    "ConversationSettings",
+    "Delete",
+    "Edit",
+    "Formatter",
+    "Image",
+    "Inbound",
+    "Keyboard",
+    "Markup",
+    "MessageGone",
+    "MessageRef",
+    "NotModified",
+    "Op",
+    "PlatformError",
+    "PlatformLimits",
+    "RateLimited",
+    "Send",
+    "Sender",
+    "TooLong",
+    "TransientError",
+    "Upload",
+    "rows",
+]
