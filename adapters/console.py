@@ -1,105 +1,154 @@
-"""A terminal chat with one agent, straight over the RPC client.
+"""The terminal adapter: the whole bridge (router, renderer, outbox) in a terminal.
 
-Lines typed while the agent works are steered into the run (`>> text` queues a
-follow-up instead); `/stop` aborts; dialogs are answered by number. This is the
-bridge's smallest front end; the platform adapters add routing and rendering.
+Messages print as they are sent; an edit prints only what was appended when the
+text grew (streamed answers), else the whole new text. Buttons print as numbered
+choices, pressed with `!N`; `!a text` answers the latest question that asks for
+a reply. One conversation, key "console", owned by the local user.
 """
 
 from __future__ import annotations
 
+import itertools
+import secrets
 import sys
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
-from bridge.rpc import AgentClient, AgentGone, RpcError, RunEnded, RunStarted
-from bridge.rpc.events import (
-    AutoRetryStart,
-    MessageUpdate,
-    ToolExecutionEnd,
-    ToolExecutionStart,
+from bridge.model import (
+    ButtonPress,
+    ChatRef,
+    Inbound,
+    Keyboard,
+    Markup,
+    MessageGone,
+    MessageRef,
+    NotModified,
+    PlatformLimits,
+    Sender,
 )
-from bridge.rpc.ui import ConfirmRequest, NotifyRequest, SelectRequest
+from bridge.textsplit import split_text
 
 if TYPE_CHECKING:
-    from bridge.rpc import AgentEvent, AgentSpec
+    from collections.abc import Awaitable, Callable
+
+KEY = "console"
+CHAT = ChatRef("console")
+USER = Sender("console", "you")
+LIMITS = PlatformLimits(max_text=8000, edit_interval=0.5, chat_rate=50.0, global_rate=100.0)
 
 
-def say(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+@dataclass
+class _Shown:
+    text: str
+    buttons: Keyboard
+    force_reply: bool = False
 
 
-def show(event: AgentEvent) -> None:
-    if isinstance(event, MessageUpdate) and event.assistantMessageEvent.type == "text_delta":
-        say(event.assistantMessageEvent.delta or "")
-    elif isinstance(event, ToolExecutionStart):
-        say(f"\n🔧 {event.toolName} {event.args}\n")
-    elif isinstance(event, ToolExecutionEnd):
-        say("❌ failed\n" if event.isError else "✅ done\n")
-    elif isinstance(event, SelectRequest):
-        choices = "  ".join(f"[{n}] {o}" for n, o in enumerate(event.options, 1))
-        say(f"\n❓ {event.title}\n{choices}\n(answer: !N)\n")
-    elif isinstance(event, ConfirmRequest):
-        say(f"\n❓ {event.title} {event.message}\n[1] Yes  [2] No  (answer: !N)\n")
-    elif isinstance(event, NotifyRequest):
-        say(f"\n🔔 {event.message}\n")
-    elif isinstance(event, AutoRetryStart):
-        say(f"\n↻ retrying {event.attempt}/{event.maxAttempts}: {event.errorMessage}\n")
-    elif isinstance(event, RunStarted):
-        say("… working\n")
-    elif isinstance(event, RunEnded):
-        say("\n— done\n> ")
-    elif isinstance(event, AgentGone):
-        say(f"\nagent stopped (exit {event.returncode})\n{event.stderr_tail[-500:]}\n")
+@dataclass
+class ConsoleAdapter:
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    messages: dict[str, _Shown] = field(default_factory=dict)
+    choices: dict[int, str] = field(default_factory=dict)  # number → token
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def limits(self) -> PlatformLimits:
+        return LIMITS
+
+    def format(self, markdown: str, limit: int) -> list[str]:
+        return split_text(markdown, limit)
+
+    async def send(
+        self,
+        chat: ChatRef,
+        text: str,
+        *,
+        markup: Markup = "plain",
+        buttons: Keyboard = (),
+        force_reply: bool = False,
+        silent: bool = False,
+    ) -> MessageRef:
+        message_id = str(next(self._ids))
+        self.messages[message_id] = _Shown(text, buttons, force_reply)
+        self._write(f"\n{text}\n{self._keys(buttons)}")
+        if force_reply:
+            self._write("(answer with: !a your text)\n")
+        return MessageRef(chat, message_id)
+
+    async def edit(
+        self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
+    ) -> None:
+        shown = self.messages.get(ref.message_id)
+        if shown is None:
+            raise MessageGone(ref.message_id)
+        if shown.text == text and shown.buttons == buttons:
+            raise NotModified(ref.message_id)
+        if text.startswith(shown.text) and shown.buttons == buttons:
+            self._write(text[len(shown.text) :])
+        elif text != shown.text or buttons:
+            self._write(f"\n{text}\n{self._keys(buttons)}")
+        shown.text, shown.buttons = text, buttons
+
+    async def delete(self, ref: MessageRef) -> None:
+        self.messages.pop(ref.message_id, None)
+
+    async def upload(
+        self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
+    ) -> MessageRef:
+        message_id = str(next(self._ids))
+        self._write(f"\n📎 {filename} ({len(data)} bytes) {caption}\n")
+        return MessageRef(chat, message_id)
+
+    async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
+        if text:
+            self._write(f"  ({text})\n")
+
+    def _keys(self, buttons: Keyboard) -> str:
+        if not buttons:
+            return ""
+        shown = []
+        for row in buttons:
+            for button in row:
+                number = next(self._numbers)
+                self.choices[number] = button.token
+                shown.append(f"[!{number}] {button.label}")
+        return "  ".join(shown) + "\n"
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def inbound(self, line: str, event_id: str) -> Inbound | None:
+        """A typed line as an inbound; None (with a hint printed) when it makes no sense."""
+        if line.startswith("!a "):
+            target = next((i for i, m in reversed(self.messages.items()) if m.force_reply), None)
+            if target is None:
+                self._write("no question is waiting for a reply\n")
+                return None
+            return Inbound(KEY, CHAT, USER, event_id, text=line[3:], reply_to=target)
+        if line.startswith("!") and line[1:].isdigit():
+            token = self.choices.get(int(line[1:]))
+            if token is None:
+                self._write("no such choice\n")
+                return None
+            return Inbound(KEY, CHAT, USER, event_id, press=ButtonPress(token, f"press-{event_id}"))
+        return Inbound(KEY, CHAT, USER, event_id, text=line)
 
 
-async def answer(agent: AgentClient, line: str) -> None:
-    dialogs = list(agent.state.dialogs.values())
-    if not dialogs or not line[1:].strip().isdigit():
-        say("no dialog is waiting for that answer\n")
-        return
-    request, pick = dialogs[0].request, int(line[1:].strip())
-    if isinstance(request, SelectRequest) and 1 <= pick <= len(request.options):
-        await agent.answer_dialog(request.id, value=request.options[pick - 1])
-    elif isinstance(request, ConfirmRequest):
-        await agent.answer_dialog(request.id, confirmed=pick == 1)
-    else:
-        await agent.answer_dialog(request.id, cancelled=True)
-
-
-async def handle(agent: AgentClient, line: str) -> None:
-    if line == "/stop":
-        await agent.abort()
-    elif line.startswith("!"):
-        await answer(agent, line)
-    elif line.startswith(">>"):
-        await agent.follow_up(line[2:].strip())
-    elif agent.state.busy:
-        await agent.steer(line)
-    else:
-        await agent.prompt(line)
-
-
-async def chat(spec: AgentSpec) -> int:
-    say(f"starting {' '.join(spec.argv)} in {spec.cwd}\n")
-    async with AgentClient(spec) as agent, anyio.create_task_group() as tg:
-        say(f"agent ready ({agent.profile.name} protocol). Type a message; /stop aborts.\n> ")
-
-        async def pump() -> None:
-            async for event in agent.events:
-                show(event)
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(pump)
-        async for raw in anyio.wrap_file(sys.stdin):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                await handle(agent, line)
-            except RpcError as exc:
-                say(f"\n⚠️  {exc}\n> ")
-        say("\n")
-        tg.cancel_scope.cancel()
-    return 0
+async def chat(
+    handle: Callable[[Inbound], Awaitable[None]], adapter: ConsoleAdapter, source: TextIO
+) -> None:
+    """Feed typed lines to the bridge until end of input."""
+    adapter._write("Type a message. /help lists commands; /stop stops a run; Ctrl-D quits.\n")
+    # Delivery ids are remembered across restarts: make this run's unique.
+    run_id, numbers = secrets.token_hex(4), itertools.count(1)
+    async for raw in anyio.wrap_file(source):
+        line = raw.strip()
+        if not line:
+            continue
+        inbound = adapter.inbound(line, f"{run_id}-{next(numbers)}")
+        if inbound is not None:
+            await handle(inbound)

@@ -494,11 +494,13 @@ class AgentClient:
             return
         if isinstance(decoded, ErrorEvent) and self._probe is not None:
             self._probe.done.set()  # only the legacy agent answers the probe line so
+            return  # the answer to our own junk line is nobody's business
         change = self.state.apply(decoded, self._clock())
         if change is RunChange.STARTED:
-            await self._emit(RunStarted())
+            await self._emit(RunStarted())  # before the event that started the run
         await self._emit(decoded)
-        await self._emit_change(change)
+        if change is not RunChange.STARTED:
+            await self._emit_change(change)
         if self.state.phase is Phase.SETTLING:
             self._settle_generation += 1
             assert self._tg is not None

@@ -1,0 +1,641 @@
+"""One conversation: its agent process, its renderer, and the intents it carries out.
+
+A `Conversation` lives as long as the bridge knows the conversation; its agent
+comes and goes (spawned on the first message, reaped when idle, respawned with
+`--session <file>` after a crash, a reap or a bridge restart). Messages are
+routed when they are taken from the inbox, not when they arrive, so a message
+that queued behind a prompt sees the agent busy and steers. Button presses and
+/stop skip the inbox: they must act while a prompt is still being answered.
+
+Invariants: everything shown in the chat goes through the renderer and the
+outbox; nothing one conversation does (a crash, a platform error) reaches
+another; a dialog is answered at most once (the store's `take_dialog` decides).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from bridge import controls
+from bridge.model import AnswerPress, ConversationSettings, Inbound
+from bridge.render import BusyChoice, DialogChoice, Renderer, StopChoice
+from bridge.router import (
+    AskBusy,
+    Control,
+    DialogReply,
+    FollowUp,
+    Hold,
+    Ignore,
+    Intent,
+    Press,
+    Prompt,
+    Steer,
+    Stop,
+    View,
+    route,
+)
+from bridge.rpc import (
+    AgentClient,
+    AgentExited,
+    AgentGone,
+    AgentSpec,
+    RpcError,
+    RunEnded,
+    RunStarted,
+)
+from bridge.rpc.content import ImageContent
+from bridge.rpc.events import CompactionEnd, LegacyCompaction
+from bridge.rpc.signals import DialogExpired
+from bridge.rpc.ui import DIALOG_METHODS
+from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from anyio.abc import TaskGroup, TaskStatus
+
+    from bridge.model import Adapter, ChatRef, Image, Op, Sender
+    from bridge.options import BridgeOptions
+    from bridge.outbox import Outbox
+    from bridge.rpc import AgentEvent
+    from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
+
+TICK = 0.25  # renderer flushes throttled text; well under any platform's edit interval
+KILL_AFTER_ABORT = 15.0  # a run past max_run_time that ignores abort is killed
+# Restart back-off: an agent that dies this soon after starting counts as a crash loop.
+CRASH_WINDOW = 60.0
+MAX_BACKOFF = 60.0
+
+
+class SlotGate:
+    """What a conversation needs from the supervisor's live-agent cap."""
+
+    async def acquire(self, conversation: Conversation) -> None: ...
+
+    def release(self, conversation: Conversation) -> None: ...
+
+    def changed(self) -> None: ...
+
+
+@dataclass
+class Services:
+    """What every conversation shares."""
+
+    adapter: Adapter
+    outbox: Outbox
+    store: Store
+    options: BridgeOptions
+    gate: SlotGate
+    tokens: Callable[[], str]
+    clock: Callable[[], float]  # monotonic: run times, throttling
+    wall: Callable[[], float]  # unix time: records and audit
+    bot_name: str = ""
+    prefixes: tuple[str, ...] = ("/",)
+
+
+@dataclass
+class _Ask:
+    text: str
+    images: tuple[Image, ...]
+
+
+class Conversation:
+    def __init__(self, key: str, chat: ChatRef, first_sender: Sender, services: Services) -> None:
+        self.key = key
+        self.chat = chat
+        self.s = services
+        self._first_sender = first_sender
+        self.record: ConversationRecord | None = None
+        self.renderer = Renderer(
+            limits=services.adapter.limits,
+            formatter=services.adapter.format,
+            tokens=services.tokens,
+            settings=services.options.settings,
+        )
+        self.agent: AgentClient | None = None
+        self.spawning = False
+        self.last_active = services.clock()
+        send, receive = anyio.create_memory_object_stream[Inbound | Steer | FollowUp](
+            services.options.inbox_size
+        )
+        self._inbox_send, self._inbox = send, receive
+        self._tg: TaskGroup | None = None
+        self._agent_scope: anyio.CancelScope | None = None
+        self._agent_done = anyio.Event()
+        self._held: list[Steer | FollowUp] = []
+        self._asks: dict[str, _Ask] = {}
+        self.pickers: dict[str, tuple[str, str]] = {}  # token → (picker kind, value)
+        self._deadlines: dict[str, float] = {}  # bridge-side dialog timeouts
+        self._run_started: float | None = None
+        self._aborted_for_time = False
+        self._spawns: list[float] = []
+        self._closing = False
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self.record = await self._load_record()
+        self.renderer.settings = self.record.settings
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            async for item in self._inbox:
+                await self._guarded(self._take, item)
+
+    @property
+    def idle(self) -> bool:
+        """Live, not spawning and not running: may be reaped or evicted."""
+        agent = self.agent
+        return not self.spawning and agent is not None and not agent.state.busy
+
+    @property
+    def busy(self) -> bool:
+        return self.spawning or (self.agent is not None and self.agent.state.busy)
+
+    async def reap(self) -> None:
+        """Stop the agent (its session file stays; the next message resumes it)."""
+        scope = self._agent_scope
+        if scope is None:
+            return
+        self._closing = True
+        scope.cancel()
+        await self._agent_done.wait()
+
+    def interrupt(self, reason: str) -> None:
+        self._submit(self.renderer.interrupt(reason))
+
+    # --- intake ------------------------------------------------------------------------
+
+    def deliver(self, inbound: Inbound) -> None:
+        """Called by the bridge for an admitted inbound; never blocks."""
+        self.last_active = self.s.clock()
+        urgent = inbound.press is not None or self._is_stop(inbound)
+        if urgent and self._tg is not None:
+            self._tg.start_soon(self._guarded, self._take, inbound)
+            return
+        try:
+            self._inbox_send.send_nowait(inbound)
+        except anyio.WouldBlock:
+            self._submit(
+                self.renderer.notice(
+                    "⏳ Too many messages are waiting; this one was not sent. Try again shortly."
+                )
+            )
+
+    def _is_stop(self, inbound: Inbound) -> bool:
+        intent = route(inbound, View(busy=True, prefixes=self.s.prefixes, bot_name=self.s.bot_name))
+        return isinstance(intent, Stop)
+
+    async def _take(self, item: Inbound | Steer | FollowUp) -> None:
+        if isinstance(item, Steer | FollowUp):
+            await self.carry_out(item, None)
+            return
+        await self.carry_out(route(item, self._view()), item)
+
+    def _view(self) -> View:
+        agent = self.agent
+        replies: dict[str, str] = {}
+        for request_id in self.renderer.open_input_dialogs():
+            slot = self.renderer.dialog_slot(request_id)
+            ref = self.s.outbox.ref(self.key, slot) if slot else None
+            if ref is not None:
+                replies[ref.message_id] = request_id
+        return View(
+            busy=self.busy,
+            compacting=agent is not None and agent.state.compacting,
+            policy=self.renderer.settings.busy_policy,
+            input_dialogs=replies,
+            bot_name=self.s.bot_name,
+            prefixes=self.s.prefixes,
+        )
+
+    async def _guarded(self, handler: Callable[..., object], *args: object) -> None:
+        """One intent's failure is told to the user and ends there."""
+        try:
+            await handler(*args)  # type: ignore[misc]
+        except AgentExited:
+            pass  # the event pump reports the crash once
+        except RpcError as exc:
+            self._submit(self.renderer.notice(f"⚠️ {exc}"))
+        except Exception:
+            log.exception("conversation %s: handler failed", self.key)
+            self._submit(self.renderer.notice("⚠️ Something went wrong in the bridge; see its log."))
+
+    # --- intents ---------------------------------------------------------------------------
+
+    async def carry_out(self, intent: Intent, inbound: Inbound | None) -> None:
+        if isinstance(intent, Prompt):
+            agent = await self.ensure_agent()
+            await agent.prompt(intent.text, self._images(intent.images))
+        elif isinstance(intent, Steer | FollowUp):
+            await self._queue(intent)
+        elif isinstance(intent, AskBusy):
+            pending = self.s.tokens()
+            self._asks[pending] = _Ask(intent.text, intent.images)
+            self._submit(self.renderer.ask_busy(pending, intent.text[:200]))
+        elif isinstance(intent, Hold):
+            self._held.append(intent.then)
+            self._submit(
+                self.renderer.notice(
+                    "⏸ The agent is compacting its context; your message goes in when it is done."
+                )
+            )
+        elif isinstance(intent, Stop):
+            await self._stop()
+        elif isinstance(intent, Press) and inbound is not None:
+            await self._press(intent, inbound.sender)
+        elif isinstance(intent, DialogReply) and inbound is not None:
+            await self._reply(intent, inbound.sender)
+        elif isinstance(intent, Control):
+            self._submit(await controls.run(self, intent.name, intent.arg))
+        elif isinstance(intent, Ignore):
+            log.debug("conversation %s: ignored (%s)", self.key, intent.reason)
+
+    async def _queue(self, intent: Steer | FollowUp) -> None:
+        agent = self.agent
+        if agent is None or not agent.state.busy:
+            await self.carry_out(Prompt(intent.text, intent.images), None)
+            return
+        images = self._images(intent.images)
+        if isinstance(intent, Steer):
+            await agent.steer(intent.text, images)
+        else:
+            await agent.follow_up(intent.text, images)
+
+    async def _stop(self) -> None:
+        agent = self.agent
+        if agent is None or not agent.state.busy:
+            self._submit(self.renderer.notice("Nothing is running."))
+            return
+        self._held.clear()
+        await agent.abort()
+
+    async def _press(self, press: Press, sender: Sender) -> None:
+        choice = self.renderer.pressed(press.token)
+        if choice is None and press.token in self.pickers:
+            kind, value = self.pickers.pop(press.token)
+            self._answer(press, "✓")
+            self._submit(await controls.pick(self, kind, value))
+            return
+        if isinstance(choice, StopChoice):
+            self._answer(press, "Stopping…")
+            await self._stop()
+        elif isinstance(choice, BusyChoice):
+            await self._busy_choice(press, choice)
+        elif isinstance(choice, DialogChoice):
+            await self._dialog_choice(press, choice, sender)
+        else:
+            await self._stale(press)
+
+    async def _busy_choice(self, press: Press, choice: BusyChoice) -> None:
+        ask = self._asks.pop(choice.pending_id, None)
+        if ask is None:
+            await self._stale(press)
+            return
+        later = choice.mode == "follow_up"
+        self._answer(press, "Queued for after this run." if later else "Sent now.")
+        self._submit(
+            self.renderer.close_busy(
+                choice.pending_id, "⏭ after this run" if later else "➡️ sent now"
+            )
+        )
+        intent = FollowUp(ask.text, ask.images) if later else Steer(ask.text, ask.images)
+        await self._queue(intent)
+
+    def may_answer(self, sender: Sender) -> bool:
+        record = self.record
+        approvers = self.s.options.approvers | set(record.approvers if record else ())
+        owner = record.owner if record else None
+        return sender.id == owner or sender.id in approvers
+
+    async def _dialog_choice(self, press: Press, choice: DialogChoice, sender: Sender) -> None:
+        if not self.may_answer(sender):
+            self._submit(
+                [
+                    AnswerPress(
+                        press.press_id,
+                        "Only the person who started this conversation or an approver can answer.",
+                        alert=True,
+                    )
+                ]
+            )
+            return
+        agent = self.agent
+        if agent is None or not await self.s.store.take_dialog(choice.request_id, self.key):
+            await self._stale(press)
+            return
+        self._deadlines.pop(choice.request_id, None)
+        await agent.answer_dialog(
+            choice.request_id,
+            value=choice.value,
+            confirmed=choice.confirmed,
+            cancelled=choice.cancelled,
+        )
+        self._answer(press, f"✓ {choice.label}")
+        await self._settled(choice.request_id, sender, choice.label)
+
+    async def _reply(self, reply: DialogReply, sender: Sender) -> None:
+        agent = self.agent
+        if not self.may_answer(sender):
+            self._submit(
+                self.renderer.notice(
+                    "Only the person who started this conversation or an approver can answer."
+                )
+            )
+            return
+        if agent is None or not await self.s.store.take_dialog(reply.request_id, self.key):
+            self._submit(self.renderer.notice("That question is no longer active."))
+            return
+        self._deadlines.pop(reply.request_id, None)
+        await agent.answer_dialog(reply.request_id, value=reply.text)
+        await self._settled(reply.request_id, sender, reply.text[:100])
+
+    async def _settled(self, request_id: str, sender: Sender, label: str) -> None:
+        self._submit(
+            self.renderer.close_dialog(request_id, f"✅ {sender.name or sender.id} chose: {label}")
+        )
+        await self.s.store.audit(
+            AuditEntry(
+                at=self.s.wall(),
+                key=self.key,
+                user_id=sender.id,
+                user_name=sender.name,
+                request_id=request_id,
+                choice=label,
+            )
+        )
+
+    async def _stale(self, press: Press) -> None:
+        self._answer(press, "This is no longer active.")
+        record = await self.s.store.get_dialog(press.token)
+        if record is not None:
+            # A dialog from before a restart: its agent is gone, so retire it for good.
+            await self.s.store.take_dialog(record.request_id, record.key)
+
+    def _answer(self, press: Press, text: str) -> None:
+        self._submit([AnswerPress(press.press_id, text)])
+
+    # --- the agent ------------------------------------------------------------------------
+
+    async def ensure_agent(self) -> AgentClient:
+        if self.agent is not None and self.agent.alive:
+            return self.agent
+        assert self._tg is not None
+        await self._backoff()
+        self.spawning = True
+        try:
+            await self.s.gate.acquire(self)
+            try:
+                agent: AgentClient = await self._tg.start(self._agent_task)
+            except BaseException:
+                self.s.gate.release(self)
+                raise
+        finally:
+            self.spawning = False
+        return agent
+
+    async def _backoff(self) -> None:
+        now = self.s.clock()
+        recent = [t for t in self._spawns if now - t < CRASH_WINDOW]
+        self._spawns = recent
+        if len(recent) >= 2:
+            delay = min(MAX_BACKOFF, 2.0 ** (len(recent) - 1))
+            self._submit(
+                self.renderer.notice(f"⏳ The agent keeps stopping; trying again in {delay:g} s.")
+            )
+            await anyio.sleep(delay)
+        self._spawns.append(self.s.clock())
+
+    def spec(self) -> AgentSpec:
+        options = self.s.options
+        argv = list(options.agent.argv)
+        record = self.record
+        assert record is not None
+        if options.agent.session_flags:
+            argv += ["--session-dir", record.session_dir]
+            if record.session_file and os.path.isfile(record.session_file):
+                argv += ["--session", record.session_file]
+        workspace = Path(record.workspace)
+        workspace.mkdir(parents=True, exist_ok=True)
+        Path(record.session_dir).mkdir(parents=True, exist_ok=True)
+        return AgentSpec(argv=argv, cwd=workspace, env=dict(options.agent.env))
+
+    async def _agent_task(self, *, task_status: TaskStatus[AgentClient]) -> None:
+        self._closing = False
+        self._agent_done = anyio.Event()
+        try:
+            with anyio.CancelScope() as scope:
+                self._agent_scope = scope
+                async with AgentClient(self.spec(), clock=self.s.clock) as agent:
+                    self.agent = agent
+                    await self.adopt_session(agent)
+                    task_status.started(agent)
+                    await self._pump(agent)
+        finally:
+            self.agent = None
+            self._agent_scope = None
+            self._deadlines.clear()
+            self._run_started = None
+            self.s.gate.release(self)
+            self._agent_done.set()
+
+    async def _pump(self, agent: AgentClient) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._ticker, agent)
+            async for event in agent.events:
+                try:
+                    await self._on_event(agent, event)
+                except Exception:
+                    log.exception("conversation %s: event handling failed", self.key)
+            tg.cancel_scope.cancel()
+
+    async def _on_event(self, agent: AgentClient, event: AgentEvent) -> None:
+        now = self.s.clock()
+        self._submit(self.renderer.apply(event, now))
+        if isinstance(event, RunStarted):
+            self._run_started, self._aborted_for_time = now, False
+        elif isinstance(event, RunEnded):
+            self._run_started = None
+            self.last_active = now
+            self.s.gate.changed()
+            assert self._tg is not None
+            self._tg.start_soon(self._guarded, self.adopt_session, agent)
+        elif (
+            getattr(event, "type", None) == "extension_ui_request"
+            and getattr(event, "method", "") in DIALOG_METHODS
+        ):
+            await self._dialog_opened(event, now)
+        elif isinstance(event, DialogExpired):
+            self._deadlines.pop(event.dialog.request.id, None)
+            await self.s.store.take_dialog(event.dialog.request.id, self.key)
+        elif isinstance(event, CompactionEnd | LegacyCompaction):
+            self._release_held()
+        elif isinstance(event, AgentGone):
+            await self._gone(event)
+
+    async def _dialog_opened(self, event: object, now: float) -> None:
+        request_id = str(getattr(event, "id", ""))
+        timeout = getattr(event, "timeout", None)
+        if not (isinstance(timeout, int) and timeout > 0):
+            self._deadlines[request_id] = now + self.s.options.dialog_timeout
+        expires = self.s.wall() + (
+            timeout / 1000
+            if isinstance(timeout, int) and timeout > 0
+            else self.s.options.dialog_timeout
+        )
+        owner = self.record.owner if self.record else None
+        slot = self.renderer.dialog_slot(request_id)
+        records = [
+            DialogRecord(
+                token=token,
+                key=self.key,
+                request_id=request_id,
+                method=str(getattr(event, "method", "")),
+                title=str(getattr(event, "title", "")),
+                choice=choice.label,
+                requester=owner,
+                expires_at=expires,
+                message_chat=self.chat.chat_id,
+                message_thread=self.chat.thread_id,
+                message_id=slot,
+                created_at=self.s.wall(),
+            )
+            for token, choice in self.renderer.dialog_tokens(request_id)
+        ]
+        if not records:  # input/editor with no buttons still needs a claim for take_dialog
+            records = [
+                DialogRecord(
+                    token=self.s.tokens(),
+                    key=self.key,
+                    request_id=request_id,
+                    method=str(getattr(event, "method", "")),
+                    requester=owner,
+                    expires_at=expires,
+                    created_at=self.s.wall(),
+                )
+            ]
+        await self.s.store.put_dialogs(records)
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, []
+        for intent in held:
+            try:
+                self._inbox_send.send_nowait(intent)
+            except anyio.WouldBlock:
+                self._submit(
+                    self.renderer.notice(f"⚠️ Could not deliver a held message: {intent.text[:80]}")
+                )
+
+    async def _gone(self, event: AgentGone) -> None:
+        for dialog in await self.s.store.dialogs_for(self.key):
+            await self.s.store.take_dialog(dialog.request_id, self.key)
+        if self._closing:
+            return
+        tail = event.stderr_tail.strip().splitlines()[-1:] if event.stderr_tail else []
+        detail = f": {tail[0][:300]}" if tail else ""
+        self._submit(
+            self.renderer.notice(
+                f"⚠️ The agent stopped (exit {event.returncode}){detail}. "
+                "Your session is kept; your next message resumes it."
+            )
+        )
+
+    async def _ticker(self, agent: AgentClient) -> None:
+        while True:
+            await anyio.sleep(TICK)
+            now = self.s.clock()
+            self._submit(self.renderer.tick(now))
+            await self._expire_dialogs(agent, now)
+            await self._enforce_run_time(agent, now)
+
+    async def _expire_dialogs(self, agent: AgentClient, now: float) -> None:
+        for request_id, deadline in list(self._deadlines.items()):
+            if now < deadline:
+                continue
+            del self._deadlines[request_id]
+            if await self.s.store.take_dialog(request_id, self.key):
+                await agent.answer_dialog(request_id, cancelled=True)
+                minutes = self.s.options.dialog_timeout / 60
+                self._submit(
+                    self.renderer.close_dialog(
+                        request_id, f"⌛ No answer in {minutes:g} min — cancelled."
+                    )
+                )
+
+    async def _enforce_run_time(self, agent: AgentClient, now: float) -> None:
+        started, limit = self._run_started, self.s.options.max_run_time
+        if started is None or now - started < limit:
+            return
+        if not self._aborted_for_time:
+            self._aborted_for_time = True
+            self._submit(
+                self.renderer.notice(f"⏱ The run passed the {limit:g} s limit; stopping it.")
+            )
+            with anyio.move_on_after(5):
+                await agent.abort()
+        elif now - started > limit + KILL_AFTER_ABORT and self._agent_scope is not None:
+            self._agent_scope.cancel()
+
+    async def adopt_session(self, agent: AgentClient) -> None:
+        """Remember the agent's session file, so a respawn resumes it."""
+        if agent.profile.is_legacy or self.record is None:
+            return
+        try:
+            state = await agent.get_state()
+        except RpcError as exc:
+            log.warning("conversation %s: get_state failed: %s", self.key, exc)
+            return
+        session_file = state.get("sessionFile")
+        if isinstance(session_file, str) and session_file != self.record.session_file:
+            await self.save(session_file=session_file)
+
+    # --- records and output ------------------------------------------------------------------
+
+    async def _load_record(self) -> ConversationRecord:
+        record = await self.s.store.get_conversation(self.key)
+        if record is not None:
+            return record
+        options, now = self.s.options, self.s.wall()
+        record = ConversationRecord(
+            key=self.key,
+            workspace=str(options.workspace(self.key)),
+            session_dir=str(options.session_dir(self.key)),
+            owner=self._first_sender.id,
+            settings=options.settings,
+            created_at=now,
+            last_active=now,
+        )
+        await self.s.store.put_conversation(record)
+        return record
+
+    async def save(self, **changes: object) -> None:
+        assert self.record is not None
+        self.record = self.record.model_copy(update={**changes, "last_active": self.s.wall()})
+        await self.s.store.put_conversation(self.record)
+
+    async def set_settings(self, settings: ConversationSettings) -> None:
+        self.renderer.settings = settings
+        await self.save(settings=settings)
+
+    def _submit(self, ops: Sequence[Op]) -> None:
+        if ops:
+            self.s.outbox.submit(self.key, self.chat, ops)
+
+    def notify(self, text: str) -> None:
+        self._submit(self.renderer.notice(text))
+
+    @staticmethod
+    def _images(images: Sequence[Image]) -> list[ImageContent]:
+        return [
+            ImageContent(data=base64.b64encode(i.data).decode("ascii"), mimeType=i.mime_type)
+            for i in images
+        ]

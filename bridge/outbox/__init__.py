@@ -1,0 +1,29 @@
+"""Per-chat ordered delivery of view ops to a platform adapter.
+
+The renderer emits `Op`s for a conversation key; `Outbox.submit` queues them and
+returns at once. One worker per platform chat carries them out through the
+`Adapter`, pacing calls, merging edits that would be overwritten anyway, and
+turning platform failures into retries, fallbacks or a logged drop.
+
+Invariants:
+- Ops for one platform chat (`ChatRef.chat_id`, so all threads and topics of a
+  channel) are carried out in submission order. The lane is the chat rather than
+  the thread because the platforms rate-limit per chat: a 429 in one thread holds
+  the whole channel anyway. Different chats never wait for each other.
+- Only queued ops are merged, never one whose call is in flight: a newer Edit of a
+  slot replaces the queued Edit of that slot, or is folded into its queued Send;
+  a Delete cancels the queued Edits of its slot and, with a queued Send, the Send
+  and itself. An op never moves past another op of its slot.
+- Calls are paced: one per `1 / chat_rate` s per chat, `global_rate` per second
+  overall, and one edit of a message per `edit_interval` s. While an op waits it
+  stays queued, so edits arriving meanwhile merge into it.
+- Press answers skip the chat's queue: platforms want them within seconds, they
+  are private and do not race the chat's messages. They share the global rate.
+- A worker never dies of a failed call: every op ends delivered, retried or
+  logged and dropped. Cancellation (BaseException) is never swallowed.
+- Time comes only from the injected `clock` and `sleep`, so tests run on fake time.
+"""
+
+from bridge.outbox.delivery import Outbox, OutboxStats
+
+__all__ = ["Outbox", "OutboxStats"]

@@ -1,0 +1,83 @@
+"""The outbox's queues: one `Lane` per platform chat, holding `Entry`s in order.
+
+An entry stays at the head of its lane while its call is in flight and while it
+waits for a retry, so the order of a chat never changes and only entries that are
+not in flight are merged with newer ops.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from bridge.model import AnswerPress, Delete, Edit, Send, Upload
+
+if TYPE_CHECKING:
+    from bridge.model import ChatRef, Op
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """One queued op; `eq=False` so removal from a queue goes by identity."""
+
+    key: str
+    chat: ChatRef
+    op: Op
+    in_flight: bool = False
+    transient_tries: int = 0
+    clipped: bool = False
+
+    def renew(self, op: Op) -> None:
+        """New content replaces the op: a cut made for the old text no longer applies.
+        `transient_tries` stays: it measures the platform's health, not the content."""
+        self.op = op
+        self.clipped = False
+
+
+@dataclass(eq=False, slots=True)
+class Lane:
+    """The queue and pacing state of one chat (or of all press answers)."""
+
+    name: str
+    paced: bool = True  # press answers skip per-chat pacing
+    queue: deque[Entry] = field(default_factory=deque)
+    running: bool = False  # a worker is serving this lane
+    next_call_at: float = -math.inf  # per-chat pacing
+    hold_until: float = -math.inf  # retry_after or back-off
+
+    def last_for(self, key: str, slot: str) -> Entry | None:
+        """The newest entry touching `slot` if it can still be merged with: None when
+        there is none or it is already in flight."""
+        for entry in reversed(self.queue):
+            if entry.key == key and slot_of(entry.op) == slot:
+                return None if entry.in_flight else entry
+        return None
+
+    def next_for(self, entry: Entry) -> Entry | None:
+        """The first entry after `entry` that touches the same slot."""
+        slot, behind = slot_of(entry.op), False
+        for later in self.queue:
+            if behind and later.key == entry.key and slot_of(later.op) == slot:
+                return later
+            behind = behind or later is entry
+        return None
+
+
+_KINDS: Final[dict[type, str]] = {
+    Send: "send",
+    Edit: "edit",
+    Delete: "delete",
+    Upload: "upload",
+    AnswerPress: "answer_press",
+}
+
+
+def kind_of(op: Op) -> str:
+    """The adapter method an op calls, as counted in `OutboxStats.calls`."""
+    return _KINDS[type(op)]
+
+
+def slot_of(op: Op) -> str | None:
+    return None if isinstance(op, AnswerPress) else op.slot

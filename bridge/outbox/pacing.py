@@ -1,0 +1,42 @@
+"""Time arithmetic of the outbox: the global rate and the retry back-off."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+BACKOFF_FIRST: Final = 0.5  # seconds before the first retry of a transient error
+BACKOFF_CAP: Final = 30.0
+
+
+class Spacing:
+    """The global rate: a token bucket holding one token, run as a schedule of
+    reservations, so concurrent workers are served first come, first served and
+    at most `rate` calls start in any second."""
+
+    def __init__(
+        self, clock: Callable[[], float], sleep: Callable[[float], Awaitable[None]]
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._free_at = -math.inf
+
+    async def take(self, rate: float) -> None:
+        now = self._clock()
+        at = max(now, self._free_at)
+        self._free_at = at + interval(rate)
+        if at > now:
+            await self._sleep(at - now)
+
+
+def interval(rate: float) -> float:
+    """Seconds between calls at `rate` per second; no pacing for a rate of 0."""
+    return 1.0 / rate if rate > 0 else 0.0
+
+
+def backoff(tries: int) -> float:
+    """Wait before retry number `tries` (1-based): 0.5 s doubling, capped."""
+    return min(BACKOFF_CAP, BACKOFF_FIRST * 2.0 ** (tries - 1))

@@ -1,0 +1,11 @@
+"""Agent events → chat view ops, one pure state machine per conversation.
+
+`Renderer` is the entry point; `DialogChoice`, `StopChoice` and `BusyChoice` are
+what `Renderer.pressed` says a button press means. See renderer.py for the
+slots it names and the invariants it keeps.
+"""
+
+from bridge.render.choices import BusyChoice, Choice, DialogChoice, StopChoice
+from bridge.render.renderer import Renderer
+
+__all__ = ["BusyChoice", "Choice", "DialogChoice", "Renderer", "StopChoice"]

@@ -1,0 +1,346 @@
+"""The renderer: one conversation's agent events in, chat view ops out.
+
+A pure state machine: no I/O, no clock of its own (`now` comes with every call),
+no asyncio. `apply` takes every decoded agent event and client signal; `tick`
+releases changes held back by pacing. The parts live in their own modules:
+live status (status.py), assistant text (text.py), tools (tools.py), dialogs and
+the busy question (dialogs.py), standalone notices (notices.py).
+
+Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
+a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
+``dialog:<request id>``, ``busy:<pending id>``, ``notice:<n>``, ``compaction:<n>``.
+Run numbers count from 1 per renderer: the outbox maps slots per conversation
+and per renderer's lifetime.
+Invariants: nothing raises on odd input (missing fields, ids never started,
+events outside a run); after `interrupt` no button of this renderer resolves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bridge.model import ConversationSettings
+from bridge.render.choices import TokenBook
+from bridge.render.dialogs import Questions
+from bridge.render.notices import Notices
+from bridge.render.status import Board, RunStatus
+from bridge.render.text import AssistantText
+from bridge.render.textbits import clip
+from bridge.render.tools import Tools, summarize
+from bridge.render.views import Context
+from bridge.rpc import events as ev
+from bridge.rpc import signals as sig
+from bridge.rpc import ui
+from bridge.rpc.content import AssistantMessage
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from bridge.model import Formatter, Op, PlatformLimits
+    from bridge.render.choices import Choice, DialogChoice
+    from bridge.rpc.client import AgentEvent
+
+EXPIRED = "⌛ expired — the agent went on without an answer"
+_DEFAULT_SETTINGS = ConversationSettings()
+# Events of the agent loop: a run that saw none was an extension command or a failed prompt.
+_LOOP = (
+    ev.AgentStart,
+    ev.TurnStart,
+    ev.TurnEnd,
+    ev.MessageStart,
+    ev.MessageUpdate,
+    ev.MessageEnd,
+    ev.ToolExecutionStart,
+    ev.ToolExecutionUpdate,
+    ev.ToolExecutionEnd,
+)
+
+
+class Renderer:
+    def __init__(
+        self,
+        *,
+        limits: PlatformLimits,
+        formatter: Formatter,
+        tokens: Callable[[], str],
+        settings: ConversationSettings = _DEFAULT_SETTINGS,
+        tool_output_lines: int = 12,
+    ) -> None:
+        self.settings = settings
+        self._ctx = Context(limits, formatter, TokenBook(tokens, limits.max_button_data))
+        self._board = Board()
+        self._tools = Tools(self._ctx, tool_output_lines)
+        self._questions = Questions(self._ctx)
+        self._notices = Notices(self._ctx)
+        self._run: RunStatus | None = None
+        self._cut: RunStatus | None = None  # ended without agent_end: the agent died
+        self._runs = 0
+        self._messages = 0
+        self._text: AssistantText | None = None
+        self._loose_scope: str | None = None  # compact tool list outside any run
+        self._now = 0.0
+        self._handlers: dict[type, Callable[[Any, float], list[Op]]] = self._handler_table()
+
+    # --- the public surface -------------------------------------------------------------
+
+    def apply(self, event: AgentEvent, now: float) -> list[Op]:
+        self._now = now
+        run = self._run
+        if run is not None and isinstance(event, _LOOP):
+            run.loop_seen = run.loop_open = True
+        handler = self._handlers.get(type(event))
+        return handler(event, now) if handler is not None else []
+
+    def tick(self, now: float) -> list[Op]:
+        self._now = now
+        ops = self._run.refresh(self._board, now) if self._run is not None else []
+        if self._text is not None:
+            ops += self._text.flush(now)
+        return ops + self._tools.flush(now)
+
+    def pressed(self, token: str) -> Choice | None:
+        return self._ctx.book.lookup(token)
+
+    def dialog_tokens(self, request_id: str) -> list[tuple[str, DialogChoice]]:
+        return self._questions.dialog_tokens(request_id)
+
+    def dialog_slot(self, request_id: str) -> str | None:
+        return self._questions.dialog_slot(request_id)
+
+    def open_input_dialogs(self) -> list[str]:
+        return self._questions.input_dialogs()
+
+    def close_dialog(self, request_id: str, outcome: str) -> list[Op]:
+        return self._questions.close(f"dialog:{request_id}", outcome)
+
+    def ask_busy(self, pending_id: str, preview: str) -> list[Op]:
+        return self._questions.ask_busy(pending_id, preview)
+
+    def close_busy(self, pending_id: str, outcome: str) -> list[Op]:
+        return self._questions.close(f"busy:{pending_id}", outcome)
+
+    def notice(self, text: str, *, markdown: bool = False) -> list[Op]:
+        return self._notices.notice(text, markdown=markdown)
+
+    def interrupt(self, reason: str) -> list[Op]:
+        """The bridge stops or the agent died: finish what is live, retire every button."""
+        now = self._now
+        ops = self._finish_text(now) + self._tools.cut(now, "interrupted", self._scope())
+        run, self._run = self._run, None
+        if run is not None:
+            self._forget_run(run)
+            ops += run.interrupted(now, reason)
+        elif self._cut is not None:
+            ops += self._cut.interrupted(now, reason)
+        self._cut = None
+        ops += self._questions.close_all(f"✖ {reason}" if reason else "✖ no longer active")
+        for owner in self._ctx.book.owners():
+            self._ctx.book.retire(owner)
+        return ops
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def _handler_table(self) -> dict[type, Callable[[Any, float], list[Op]]]:
+        return {
+            sig.RunStarted: self._run_started,
+            sig.RunEnded: self._run_ended,
+            sig.DialogExpired: self._dialog_expired,
+            sig.AgentGone: self._agent_gone,
+            ev.AgentStart: self._agent_start,
+            ev.AgentEnd: self._agent_end,
+            ev.AgentSettled: self._agent_end,
+            ev.MessageStart: self._message_start,
+            ev.MessageUpdate: self._message_update,
+            ev.MessageEnd: self._message_end,
+            ev.ToolExecutionStart: self._tool_start,
+            ev.ToolExecutionUpdate: self._tool_update,
+            ev.ToolExecutionEnd: self._tool_end,
+            ev.QueueUpdate: self._queue,
+            ev.CompactionStart: self._compaction_start,
+            ev.CompactionEnd: self._compaction_end,
+            ev.LegacyCompaction: self._legacy_compaction,
+            ev.AutoRetryStart: self._retry_start,
+            ev.AutoRetryEnd: self._retry_end,
+            ev.ExtensionError: lambda e, _: self._notices.extension_error(e),
+            ev.ErrorEvent: lambda e, _: self._notices.error(e.error),
+            ui.SelectRequest: self._dialog,
+            ui.ConfirmRequest: self._dialog,
+            ui.InputRequest: self._dialog,
+            ui.EditorRequest: self._dialog,
+            ui.NotifyRequest: lambda e, _: self._notices.notify(e.message, e.notifyType),
+            ui.SetStatusRequest: self._set_status,
+            ui.SetWidgetRequest: self._set_widget,
+            ui.SetEditorTextRequest: lambda e, _: self._notices.editor_text(e.text),
+        }
+
+    def _run_started(self, _: sig.RunStarted, now: float) -> list[Op]:
+        if self._run is not None:
+            return []  # a repeated signal: a new run always follows a RunEnded
+        self._end_loose_scope()
+        self._cut = None
+        self._runs += 1
+        self._run = RunStatus.begin(self._runs, now, self._ctx.book)
+        return self._run.opening(now)
+
+    def _run_ended(self, _: sig.RunEnded, now: float) -> list[Op]:
+        return self._close_run(now) if self._run is not None else self._finish_text(now)
+
+    def _close_run(self, now: float) -> list[Op]:
+        run = self._run
+        assert run is not None
+        ops = self._finish_text(now) + self._tools.cut(now, "cut off", self._scope())
+        self._run = None
+        self._forget_run(run)
+        if not run.loop_seen:
+            return ops + run.slot.remove()  # nothing ran: the command's answer says it all
+        if run.loop_open:
+            self._cut = run
+        return ops + run.finish(now)
+
+    def _forget_run(self, run: RunStatus) -> None:
+        self._ctx.book.retire(run.owner)
+        self._tools.end_scope(str(run.number))
+
+    def _agent_gone(self, event: sig.AgentGone, _: float) -> list[Op]:
+        code = event.returncode
+        reason = "agent stopped" + (f" (exit {code})" if code is not None else "")
+        self._board = Board()  # the next agent sets its extension lines anew
+        return self.interrupt(reason)
+
+    def _agent_start(self, _: ev.AgentStart, now: float) -> list[Op]:
+        if self._run is None:
+            return []
+        self._run.retry = None  # the attempt the retry line announced is running
+        return self._touch(now)
+
+    def _agent_end(self, event: ev.AgentEnd | ev.AgentSettled, _: float) -> list[Op]:
+        run = self._run
+        if run is not None:
+            run.loop_open = False
+            messages = event.messages if isinstance(event, ev.AgentEnd) else []
+            last = [m for m in messages if isinstance(m, AssistantMessage)][-1:]
+            if last and run.last is None:
+                run.last = last[0]  # message_end was missed; agent_end still knows
+        return []
+
+    def _touch(self, now: float) -> list[Op]:
+        return self._run.refresh(self._board, now) if self._run is not None else []
+
+    # --- assistant text -------------------------------------------------------------------
+
+    def _new_text(self) -> AssistantText:
+        self._messages += 1
+        run = str(self._run.number) if self._run is not None else "-"
+        self._text = AssistantText(self._ctx, f"text:{run}:{self._messages}")
+        return self._text
+
+    def _finish_text(self, now: float) -> list[Op]:
+        text, self._text = self._text, None
+        return text.finish(None, now) if text is not None else []
+
+    def _message_start(self, event: ev.MessageStart, now: float) -> list[Op]:
+        if not isinstance(event.message, AssistantMessage):
+            return []
+        ops = self._finish_text(now)
+        self._new_text()
+        return ops
+
+    def _message_update(self, event: ev.MessageUpdate, now: float) -> list[Op]:
+        text = self._text or self._new_text()
+        return text.update(event, now)
+
+    def _message_end(self, event: ev.MessageEnd, now: float) -> list[Op]:
+        message = event.message
+        if not isinstance(message, AssistantMessage):
+            return []
+        text, self._text = self._text or self._new_text(), None
+        ops = text.finish(message, now)
+        if self._run is not None:
+            self._run.note_assistant(message)
+        elif message.stopReason == "error":
+            ops += self._notices.error(message.errorMessage or "the model call failed")
+        return ops
+
+    # --- tools -------------------------------------------------------------------------------
+
+    def _scope(self) -> str:
+        if self._run is not None:
+            return str(self._run.number)
+        if self._loose_scope is None:
+            self._loose_scope = f"n{self._ctx.serial()}"
+        return self._loose_scope
+
+    def _end_loose_scope(self) -> None:
+        if self._loose_scope is not None:
+            self._tools.end_scope(self._loose_scope)
+            self._loose_scope = None
+
+    def _tool_start(self, event: ev.ToolExecutionStart, now: float) -> list[Op]:
+        ops = self._tools.start(event, now, self.settings.verbosity, self._scope())
+        if self._run is not None:
+            self._run.tools += 1
+            label = f"{event.toolName} {summarize(event.toolName, event.args)}"
+            self._run.running[event.toolCallId] = clip(label.strip(), 80)
+        return ops + self._touch(now)
+
+    def _tool_update(self, event: ev.ToolExecutionUpdate, now: float) -> list[Op]:
+        return self._tools.update(event, now, self.settings.verbosity, self._scope())
+
+    def _tool_end(self, event: ev.ToolExecutionEnd, now: float) -> list[Op]:
+        ops = self._tools.end(event, now, self.settings.verbosity, self._scope())
+        if self._run is not None:
+            self._run.running.pop(event.toolCallId, None)
+        return ops + self._touch(now)
+
+    # --- status lines: queue, compaction, retries, extensions ----------------------------------
+
+    def _queue(self, event: ev.QueueUpdate, now: float) -> list[Op]:
+        self._board.steering, self._board.follow_ups = len(event.steering), len(event.followUp)
+        return self._touch(now)
+
+    def _compaction_start(self, event: ev.CompactionStart, now: float) -> list[Op]:
+        if self._run is not None:
+            self._run.compacting = True
+            return self._touch(now)
+        # A manual compaction is announced by the command that asked for it.
+        return [] if event.reason == "manual" else self._notices.compaction_started()
+
+    def _compaction_end(self, event: ev.CompactionEnd, now: float) -> list[Op]:
+        ops: list[Op] = []
+        if self._run is not None:
+            self._run.compacting = False
+            ops = self._touch(now)
+        if event.reason != "manual":
+            ops += self._notices.compaction_ended(event)
+        return ops
+
+    def _legacy_compaction(self, event: ev.LegacyCompaction, _: float) -> list[Op]:
+        return self._notices.notice("🗜 context compacted") if event.auto else []
+
+    def _retry_start(self, event: ev.AutoRetryStart, now: float) -> list[Op]:
+        if self._run is None:
+            return []
+        self._run.retrying(event.attempt, event.maxAttempts, event.delayMs, event.errorMessage)
+        return self._touch(now)
+
+    def _retry_end(self, _: ev.AutoRetryEnd, now: float) -> list[Op]:
+        if self._run is None:
+            return []
+        self._run.retry = None
+        return self._touch(now)
+
+    def _set_status(self, event: ui.SetStatusRequest, now: float) -> list[Op]:
+        self._board.set_status(event.statusKey, event.statusText)
+        return self._touch(now)
+
+    def _set_widget(self, event: ui.SetWidgetRequest, now: float) -> list[Op]:
+        self._board.set_widget(event.widgetKey, event.widgetLines)
+        return self._touch(now)
+
+    # --- dialogs ----------------------------------------------------------------------------
+
+    def _dialog(self, event: ui.DialogRequest, _: float) -> list[Op]:
+        return self._questions.open_dialog(event)
+
+    def _dialog_expired(self, event: sig.DialogExpired, _: float) -> list[Op]:
+        return self.close_dialog(event.dialog.request.id, EXPIRED)

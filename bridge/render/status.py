@@ -1,0 +1,167 @@
+"""The live status message of a run, and the session-wide lines it shows.
+
+One `RunStatus` per run: sent as "⏳ working…" with a [⏹ Stop] button when the run
+starts, edited at most every `STATUS_INTERVAL` with elapsed time, current tool,
+retry and compaction state and the `Board` (queue, extension statuses and
+widgets); finished as done / failed / stopped / interrupted without buttons.
+The board outlives runs: extensions set their lines once per session.
+Invariants: the Stop token is live exactly while the run is; a finished status
+is never edited again except to add the reason of an interruption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bridge.model import Button, Keyboard
+from bridge.render.choices import StopChoice
+from bridge.render.textbits import clip, count, delay, duration
+from bridge.render.views import Pacer, Slot, View
+
+if TYPE_CHECKING:
+    from bridge.model import Op
+    from bridge.render.choices import TokenBook
+    from bridge.rpc.content import AssistantMessage
+
+STATUS_INTERVAL = 5.0  # seconds between edits of the live status message
+WORKING = "⏳ working…"
+
+
+@dataclass
+class Board:
+    """Lines every live status shows: the agent's queue and extension output."""
+
+    statuses: dict[str, str] = field(default_factory=dict)
+    widgets: dict[str, list[str]] = field(default_factory=dict)
+    steering: int = 0
+    follow_ups: int = 0
+
+    def set_status(self, key: str, text: str | None) -> None:
+        if text:
+            self.statuses[key] = text
+        else:
+            self.statuses.pop(key, None)
+
+    def set_widget(self, key: str, lines: list[str] | None) -> None:
+        if lines:
+            self.widgets[key] = list(lines)
+        else:
+            self.widgets.pop(key, None)
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.steering or self.follow_ups:
+            out.append(f"queued: {self._queue()}")
+        out += [clip(text, 200) for text in self.statuses.values()]
+        for lines in self.widgets.values():
+            out += [clip(line, 200) for line in lines]
+        return out
+
+    def _queue(self) -> str:
+        parts = [count(self.steering, "steer")] if self.steering else []
+        if self.follow_ups:
+            parts.append(count(self.follow_ups, "follow-up"))
+        return ", ".join(parts)
+
+
+@dataclass
+class RunStatus:
+    number: int
+    started: float
+    slot: Slot
+    stop: Keyboard
+    pacer: Pacer = field(default_factory=lambda: Pacer(STATUS_INTERVAL))
+    tools: int = 0
+    running: dict[str, str] = field(default_factory=dict)  # toolCallId → "bash ls -la"
+    retry: str | None = None
+    compacting: bool = False
+    cost: float = 0.0
+    last: AssistantMessage | None = None
+    loop_seen: bool = False  # any agent-loop event at all (extension commands have none)
+    loop_open: bool = False  # between agent_start and agent_end
+    final: str | None = None
+
+    @property
+    def owner(self) -> str:
+        return f"status:{self.number}"
+
+    @classmethod
+    def begin(cls, number: int, now: float, book: TokenBook) -> RunStatus:
+        slot = Slot(f"status:{number}", silent=True)
+        token = book.issue(f"status:{number}", StopChoice())
+        return cls(number, now, slot, ((Button("⏹ Stop", token),),))
+
+    def opening(self, now: float) -> list[Op]:
+        self.pacer.sent(now)
+        return self.slot.show(View(WORKING, buttons=self.stop))
+
+    def refresh(self, board: Board, now: float, *, force: bool = False) -> list[Op]:
+        """Show the current state if the pace allows; otherwise remember to."""
+        if not (force or self.pacer.due(now)):
+            self.pacer.dirty = True
+            return []
+        ops = self.slot.show(View(self.live_text(board, now), buttons=self.stop))
+        self.pacer.sent(now)
+        return ops
+
+    def live_text(self, board: Board, now: float) -> str:
+        lines = [f"{WORKING} · {duration(now - self.started)}"]
+        if self.running:
+            lines.append(f"🔧 {list(self.running.values())[-1]}")
+        if self.retry:
+            lines.append(self.retry)
+        if self.compacting:
+            lines.append("🗜 compacting…")
+        return "\n".join(lines + board.lines())
+
+    def note_assistant(self, message: AssistantMessage) -> None:
+        self.last = message
+        if message.usage is not None:
+            self.cost += float(message.usage.cost.get("total", 0.0) or 0.0)
+
+    def retrying(self, attempt: int, limit: int, delay_ms: int, error: str) -> None:
+        of = f"/{limit}" if limit else ""
+        why = f": {clip(error, 160)}" if error else ""
+        self.retry = f"↻ retrying {attempt}{of} in {delay(delay_ms / 1000)}{why}"
+
+    def finish(self, now: float) -> list[Op]:
+        """The run is over: the final line, no buttons."""
+        self.final = self.outcome(now)
+        return self.slot.show(View(self.final))
+
+    def outcome(self, now: float) -> str:
+        took = duration(now - self.started)
+        last = self.last
+        if self.loop_open:
+            return f"⚠️ interrupted · {took}"
+        if last is not None and _was_aborted(last):
+            return f"⏹ stopped · {took}"
+        if last is not None and last.stopReason == "error":
+            return f"⚠️ failed · {took}: {clip(last.errorMessage or 'unknown error', 300)}"
+        parts = ["✅ done", took]
+        if self.tools:
+            parts.append(count(self.tools, "tool"))
+        if self.cost > 0:
+            parts.append(_money(self.cost))
+        return " · ".join(parts)
+
+    def interrupted(self, now: float, reason: str) -> list[Op]:
+        """End a live run, or add the reason to one that ended cut off."""
+        base = (
+            self.final
+            if self.final is not None
+            else f"⚠️ interrupted · {duration(now - self.started)}"
+        )
+        self.final = f"{base}: {clip(reason, 300)}" if reason else base
+        return self.slot.show(View(self.final))
+
+
+def _was_aborted(message: AssistantMessage) -> bool:
+    # 0.87.1 reports an abort after a tool or a dialog as an error (OBSERVED.md).
+    error = (message.errorMessage or "").lower()
+    return message.stopReason == "aborted" or (message.stopReason == "error" and "abort" in error)
+
+
+def _money(cost: float) -> str:
+    return f"${cost:.2f}" if cost >= 0.01 else "<$0.01"

@@ -1,0 +1,117 @@
+"""Messages the renderer owns: what each shows, and when it may change.
+
+A `Slot` is one chat message named by a stable string; it remembers the `View`
+last sent for it, so the first change becomes a `Send`, later ones an `Edit`,
+and an unchanged view no op at all. A `Pacer` spaces the edits of one message
+(platforms throttle edits; the outbox coalesces, but fewer ops is cheaper for
+everyone). `Context` is what every part shares: limits, formatter, token book,
+a counter for one-off slots.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bridge.model import Delete, Edit, Keyboard, Markup, Op, PlatformLimits, Send
+from bridge.textsplit import split_text
+
+if TYPE_CHECKING:
+    from bridge.model import Formatter
+    from bridge.render.choices import TokenBook
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    text: str
+    plain: str = ""
+    markup: Markup = "plain"
+    buttons: Keyboard = ()
+
+    def with_buttons(self, buttons: Keyboard) -> View:
+        return View(self.text, self.plain, self.markup, buttons)
+
+
+@dataclass(slots=True)
+class Slot:
+    name: str
+    silent: bool = False
+    force_reply: bool = False
+    shown: View | None = None
+
+    def show(self, view: View) -> list[Op]:
+        """The op that makes the message show `view` (none if it already does)."""
+        if view == self.shown:
+            return []
+        first = self.shown is None
+        self.shown = view
+        if first:
+            return [self._send(view)]
+        return [Edit(self.name, view.text, view.plain, view.markup, view.buttons)]
+
+    def _send(self, view: View) -> Send:
+        return Send(
+            self.name,
+            view.text,
+            plain=view.plain,
+            markup=view.markup,
+            buttons=view.buttons,
+            force_reply=self.force_reply,
+            silent=self.silent,
+        )
+
+    def remove(self) -> list[Op]:
+        was_shown, self.shown = self.shown is not None, None
+        return [Delete(self.name)] if was_shown else []
+
+
+@dataclass(slots=True)
+class Pacer:
+    """At most one change per `interval`; `dirty` remembers a change held back."""
+
+    interval: float
+    last: float = -math.inf
+    dirty: bool = False
+
+    def due(self, now: float) -> bool:
+        return now - self.last >= self.interval
+
+    def sent(self, now: float) -> None:
+        self.last = now
+        self.dirty = False
+
+
+@dataclass
+class Context:
+    limits: PlatformLimits
+    formatter: Formatter
+    book: TokenBook
+    _serial: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def serial(self) -> int:
+        """A fresh number for one-off slots (notices, compaction messages)."""
+        return next(self._serial)
+
+    def views(self, markdown: str) -> list[View]:
+        """Markdown as formatted messages, each with its source slice as the fallback."""
+        if not markdown.strip():
+            return []
+        chunks = self.formatter(markdown, self.limits.max_text)
+        sources = split_text(markdown, self.limits.max_text)
+        # The source slices line up with the chunks only when they split alike.
+        plains = sources if len(sources) == len(chunks) else chunks
+        return [View(c, p, "formatted") for c, p in zip(chunks, plains, strict=True)]
+
+    def view(self, markdown: str) -> View:
+        """One formatted message; callers clip their markdown so it fits."""
+        views = self.views(markdown)
+        return views[0] if views else self.plain(markdown)
+
+    def plain(self, text: str) -> View:
+        pieces = split_text(text, self.limits.max_text)
+        return View(pieces[0] if pieces else "…")
+
+    def plains(self, text: str) -> list[View]:
+        return [View(p) for p in split_text(text, self.limits.max_text)]

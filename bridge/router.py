@@ -1,0 +1,212 @@
+"""Inbound message + conversation state → what to do (pure, no I/O).
+
+`route()` decides, for one already-authorized, de-duplicated `Inbound`, which
+`Intent` the conversation carries out. The rules are DESIGN.md's "Inbound"
+table: idle → prompt; busy → steer, follow-up or ask, by policy; `>>` and
+`/later` queue a follow-up; `/stop` aborts; control commands map to RPC
+commands; unknown `/words` reach the agent as prompts (extension commands,
+prompt templates, skills); while the agent compacts, steer and follow-up wait.
+Authorization and duplicate detection happen before routing (they need the
+store); `screen()` is the pure part of that gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
+    from bridge.model import Image, Inbound
+
+# Control commands the bridge answers itself (DESIGN.md "Inbound").
+CONTROL_COMMANDS = frozenset(
+    {
+        "new",
+        "status",
+        "model",
+        "thinking",
+        "compact",
+        "fork",
+        "clone",
+        "name",
+        "export",
+        "commands",
+        "queue",
+        "help",
+        "policy",
+        "verbose",
+    }
+)
+_STOP_WORDS = frozenset({"stop", "abort", "cancel"})
+FOLLOW_UP_PREFIX = ">>"
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    text: str
+    images: tuple[Image, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    text: str
+    images: tuple[Image, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    text: str
+    images: tuple[Image, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AskBusy:
+    """Busy policy "ask": offer [Steer now] [After this run]."""
+
+    text: str
+    images: tuple[Image, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """The agent is compacting: deliver as `then` once compaction ends."""
+
+    then: Steer | FollowUp
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    token: str
+    press_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DialogReply:
+    """A reply to an input/editor dialog's message: its answer."""
+
+    request_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    name: str
+    arg: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Ignore:
+    reason: str
+
+
+Intent = Prompt | Steer | FollowUp | AskBusy | Hold | Stop | Press | DialogReply | Control | Ignore
+BusyPolicy = Literal["steer", "follow_up", "ask"]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What routing needs to know about the conversation right now."""
+
+    busy: bool = False
+    compacting: bool = False
+    policy: BusyPolicy = "steer"
+    # platform message id of an open input/editor dialog's message → its request id
+    input_dialogs: Mapping[str, str] | None = None
+    bot_name: str = ""  # Telegram's "/cmd@botname" is normalised against it
+    prefixes: tuple[str, ...] = ("/",)  # Slack threads also take "!cmd"
+
+
+def route(inbound: Inbound, view: View) -> Intent:
+    if inbound.press is not None:
+        return Press(inbound.press.token, inbound.press.press_id)
+    dialogs = view.input_dialogs or {}
+    if inbound.reply_to is not None and inbound.reply_to in dialogs:
+        return DialogReply(dialogs[inbound.reply_to], inbound.text)
+    text = inbound.text.strip()
+    if not text and not inbound.images:
+        return Ignore("empty message")
+    command = parse_command(text, view.prefixes, view.bot_name)
+    if command is not None:
+        return _command(command[0], command[1], inbound.images, view)
+    if text.startswith(FOLLOW_UP_PREFIX):
+        return _queued(FollowUp(text[len(FOLLOW_UP_PREFIX) :].strip(), inbound.images), view)
+    return _message(text, inbound.images, view)
+
+
+def _command(name: str, arg: str, images: tuple[Image, ...], view: View) -> Intent:
+    if name in _STOP_WORDS:
+        return Stop()
+    if name == "steer":
+        return _queued(Steer(arg, images), view) if view.busy else Prompt(arg, images)
+    if name in ("later", "followup", "follow_up"):
+        return _queued(FollowUp(arg, images), view)
+    if name in CONTROL_COMMANDS:
+        return Control(name, arg)
+    # Not ours: extension commands, prompt templates and skills are the agent's.
+    return _message("/" + f"{name} {arg}".strip(), images, view)
+
+
+def _message(text: str, images: tuple[Image, ...], view: View) -> Intent:
+    if not view.busy:
+        return Prompt(text, images)
+    if view.policy == "ask":
+        return AskBusy(text, images)
+    if view.policy == "follow_up":
+        return _queued(FollowUp(text, images), view)
+    return _queued(Steer(text, images), view)
+
+
+def _queued(intent: Steer | FollowUp, view: View) -> Intent:
+    if not intent.text and not intent.images:
+        return Ignore("nothing to send")
+    if not view.busy:
+        # A follow-up to nothing is just the next prompt.
+        return Prompt(intent.text, intent.images)
+    return Hold(intent) if view.compacting else intent
+
+
+def parse_command(
+    text: str, prefixes: Collection[str], bot_name: str = ""
+) -> tuple[str, str] | None:
+    """("name", "rest") for "/name rest", "/name@bot rest" or "!name rest"; None otherwise.
+
+    "/name@otherbot" is not ours (Telegram groups with several bots) and "//x" or
+    a lone "/" are text, not commands."""
+    prefix = next((p for p in prefixes if text.startswith(p)), None)
+    if prefix is None:
+        return None
+    head, _, rest = text[len(prefix) :].partition(" ")
+    head, _, mention = head.partition("@")
+    if mention and bot_name and mention.lower() != bot_name.lower():
+        return None
+    if not head or not (head[0].isalpha() and all(c.isalnum() or c in "_-:." for c in head)):
+        return None
+    return head.lower(), rest.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Why an inbound is not routed, or None to route it."""
+
+    action: Literal["drop", "refuse"]
+    reason: str
+
+
+def screen(inbound: Inbound, allowed: Collection[str] | None) -> Gate | None:
+    """The pure part of admission: own messages and edits are dropped, senders not
+    in `allowed` (None: everyone) are refused. Duplicates are checked by the
+    caller against the store, which remembers delivery ids across restarts."""
+    if inbound.from_self or inbound.sender.is_bot:
+        return Gate("drop", "own or bot message")
+    if inbound.is_edit:
+        return Gate("drop", "edit of an earlier message")
+    if allowed is not None and inbound.sender.id not in allowed:
+        return Gate("refuse", "sender not allowed")
+    return None

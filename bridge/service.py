@@ -1,0 +1,154 @@
+"""The bridge as one service: admission, then conversations, then the outbox.
+
+`Bridge` is the composition root an adapter drives: `async with Bridge(...) as
+bridge:` starts the outbox and the supervisor in one task group; the adapter
+calls `await bridge.handle(inbound)` for every platform update and returns at
+once (PITFALLS.md: a handler that waits for the agent stalls button presses).
+Leaving the block drains: runs may finish for `drain_timeout`, live messages
+are marked interrupted, agents are stopped, queued chat output is flushed.
+
+Admission happens here, before any agent work: the bot's own and other bots'
+messages and edits are dropped, redeliveries are dropped by their delivery id
+(remembered in the store, so also across a restart), and senders who are not
+allowed get one polite refusal a day and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from typing import TYPE_CHECKING, Self
+
+import anyio
+
+from bridge.conversation import Services
+from bridge.model import AnswerPress, Send
+from bridge.outbox import Outbox
+from bridge.router import screen
+from bridge.supervisor import AgentSlots, Supervisor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+    from anyio.abc import TaskGroup
+
+    from bridge.model import Adapter, Inbound
+    from bridge.options import BridgeOptions
+    from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
+
+FLUSH_ON_EXIT = 10.0  # last messages ("interrupted by restart") get this long to go out
+REFUSAL_TTL = 24 * 60 * 60
+
+
+def new_token() -> str:
+    """An opaque button token: 96 random bits, 16 URL-safe characters (≤ 64 bytes)."""
+    return secrets.token_urlsafe(12)
+
+
+class Bridge:
+    def __init__(
+        self,
+        adapter: Adapter,
+        store: Store,
+        options: BridgeOptions,
+        *,
+        bot_name: str = "",
+        prefixes: tuple[str, ...] = ("/",),
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        tokens: Callable[[], str] = new_token,
+    ) -> None:
+        self.adapter = adapter
+        self.store = store
+        self.options = options
+        self.outbox = Outbox(adapter, clock=clock)
+        self.services = Services(
+            adapter=adapter,
+            outbox=self.outbox,
+            store=store,
+            options=options,
+            gate=AgentSlots(options.max_agents),
+            tokens=tokens,
+            clock=clock,
+            wall=wall,
+            bot_name=bot_name,
+            prefixes=prefixes,
+        )
+        self.supervisor = Supervisor(self.services)
+        self._tg: TaskGroup | None = None
+
+    async def __aenter__(self) -> Self:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            await self._tg.start(self.outbox.run)
+            await self._tg.start(self.supervisor.run)
+        except BaseException as exc:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._tg is not None
+        with anyio.CancelScope(shield=True):
+            await self.supervisor.drain()
+            with anyio.move_on_after(FLUSH_ON_EXIT):
+                await self.outbox.flush()
+        self._tg.cancel_scope.cancel()
+        return await self._tg.__aexit__(exc_type, exc, tb)
+
+    async def handle(self, inbound: Inbound) -> None:
+        """Admit one platform update and hand it on; never raises for its content."""
+        try:
+            await self._admit(inbound)
+        except Exception:
+            log.exception("inbound for %s failed", inbound.key)
+
+    async def _admit(self, inbound: Inbound) -> None:
+        gate = screen(inbound, self.options.allowed_users)
+        if gate is not None and gate.action == "drop":
+            return
+        if inbound.event_id and await self.store.seen(
+            f"in:{inbound.event_id}", self.options.dedupe_ttl
+        ):
+            return
+        if gate is not None:
+            await self._refuse(inbound)
+            return
+        if not await self.supervisor.deliver(inbound):
+            self._say(inbound, "⏳ The bridge is restarting; please send that again in a minute.")
+
+    async def _refuse(self, inbound: Inbound) -> None:
+        if inbound.press is not None:
+            self.outbox.submit(
+                inbound.key,
+                inbound.chat,
+                [
+                    AnswerPress(
+                        inbound.press.press_id, "You are not allowed to use this bot.", alert=True
+                    )
+                ],
+            )
+            return
+        if await self.store.seen(f"refused:{inbound.key}:{inbound.sender.id}", REFUSAL_TTL):
+            return
+        self._say(
+            inbound,
+            "Sorry, you are not allowed to use this bot. "
+            f"(Your user id is {inbound.sender.id}; an admin can add it.)",
+        )
+
+    def _say(self, inbound: Inbound, text: str) -> None:
+        self.outbox.submit(
+            inbound.key, inbound.chat, [Send(slot=f"bridge:{new_token()}", text=text)]
+        )

@@ -1,0 +1,109 @@
+"""The `Store` contract every backend fulfils, and the ordering rules it promises.
+
+Invariants shared by the sqlite and redis backends (tests/test_store.py runs one suite
+against both):
+
+- `put_*` overwrite: a conversation by its key, a dialog button by its token.
+- `list_conversations` is sorted by key; `dialogs_for` by (created_at, request_id), buttons
+  of one dialog in the order they were put.
+- `take_dialog` is the one place where racing button presses are settled: it removes every
+  token of the dialog at once and exactly one caller, over all replicas, gets True.
+- `seen` is an atomic check-and-set with a time to live.
+- `audit_log` is newest first (most recently recorded); redis keeps the last `AUDIT_CAP`
+  entries per conversation and overall, sqlite keeps them all.
+- `delete_conversation` also drops its dialogs; audit entries and dedupe keys stay.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
+
+AUDIT_CAP = 10_000
+
+
+class StoreError(Exception):
+    """The store cannot be opened or used (unreachable, closed, newer schema)."""
+
+
+class Store(Protocol):
+    async def get_conversation(self, key: str) -> ConversationRecord | None: ...
+
+    async def put_conversation(self, record: ConversationRecord) -> None: ...
+
+    async def list_conversations(self) -> list[ConversationRecord]: ...
+
+    async def delete_conversation(self, key: str) -> None:
+        """Remove the conversation and all its pending dialogs."""
+        ...
+
+    async def put_dialogs(self, records: Sequence[DialogRecord]) -> None:
+        """Store the tokens of a dialog (usually all its buttons) in one go."""
+        ...
+
+    async def get_dialog(self, token: str) -> DialogRecord | None: ...
+
+    async def take_dialog(self, request_id: str, key: str) -> bool:
+        """Remove all tokens of the dialog; True only for the one caller that removed them."""
+        ...
+
+    async def dialogs_for(self, key: str) -> list[DialogRecord]: ...
+
+    async def seen(self, dedupe_key: str, ttl: float) -> bool:
+        """False the first time (remembered for `ttl` seconds), True on calls within `ttl`."""
+        ...
+
+    async def audit(self, entry: AuditEntry) -> None: ...
+
+    async def audit_log(self, key: str | None = None, limit: int = 100) -> list[AuditEntry]:
+        """The latest `limit` entries, of one conversation or all, newest first."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+def check_ttl(ttl: float) -> None:
+    """A dedupe key that is never remembered would silently let every redelivery through."""
+    if not ttl > 0:
+        raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
+
+
+def redact_url(url: str) -> str:
+    """The URL without credentials: store URLs are secrets, error messages are not.
+
+    Any userinfo becomes "***" (some write the password where the user goes) and so do
+    query values whose names look like credentials (redis-py accepts `?password=`).
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    query = urlencode(
+        [
+            (name, "***" if _looks_secret(name) else value)
+            for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        ],
+        safe="*:/",
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _looks_secret(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in ("pass", "secret", "token", "auth", "user", "cred"))
+
+
+def dialog_order(record: DialogRecord) -> tuple[float, str]:
+    """Sort key of `dialogs_for` (stable sort keeps a dialog's buttons in put order)."""
+    return (record.created_at, record.request_id)
+
+
+__all__ = ["AUDIT_CAP", "Store", "StoreError", "check_ttl", "dialog_order", "redact_url"]

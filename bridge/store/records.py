@@ -1,0 +1,77 @@
+"""What the store keeps: conversations, pending dialog buttons and approval audit entries.
+
+Plain pydantic models that round-trip through JSON unchanged (both backends store
+`model_dump_json()` and read back with `model_validate_json()`), so adding a field with a
+default is a compatible change. Times are unix seconds as floats. A dialog is identified by
+its conversation `key` plus the agent's `request_id`; each of its buttons has its own
+`token`, unique over the whole store.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, field_validator
+
+from bridge.model import ConversationSettings
+
+MAX_TOKEN_BYTES = 64  # Telegram's callback_data limit; Slack allows more, never less
+
+
+class ConversationRecord(BaseModel):
+    """One chat conversation bound to an agent workspace and its session files."""
+
+    key: str  # "tg:123", "slack:T1:C1:1700.1"
+    workspace: str  # the agent's cwd
+    session_dir: str
+    session_file: str | None = None  # the agent's current session file, for --session resume
+    owner: str | None = None  # user id that started it
+    approvers: list[str] = Field(default_factory=list)
+    settings: ConversationSettings = ConversationSettings()
+    created_at: float
+    last_active: float
+
+
+class DialogRecord(BaseModel):
+    """One button (or reply target) of a pending agent dialog.
+
+    All tokens of one dialog share `key` and `request_id`; `choice` is what pressing this
+    token answers. The store keeps `expires_at` but does not act on it: whoever handles the
+    press decides what an expired dialog means.
+    """
+
+    token: str
+    key: str
+    request_id: str  # the agent's extension_ui_request id
+    method: str  # select / confirm / input / editor / stop / busy
+    title: str = ""
+    choice: str | None = None  # option value, "yes", "no", "cancel"
+    requester: str | None = None  # the owner's user id
+    expires_at: float | None = None
+    message_chat: str | None = None
+    message_thread: str | None = None
+    message_id: str | None = None
+    created_at: float
+
+    @field_validator("token")
+    @classmethod
+    def _token_fits_a_button(cls, token: str) -> str:
+        # Platforms cap button payloads; a longer token would be rejected at send time,
+        # far from the code that made it.
+        size = len(token.encode())
+        if not 0 < size <= MAX_TOKEN_BYTES:
+            raise ValueError(f"token must be 1..{MAX_TOKEN_BYTES} bytes, got {size}")
+        return token
+
+
+class AuditEntry(BaseModel):
+    """Who answered which agent dialog, with what, and when."""
+
+    at: float
+    key: str
+    user_id: str
+    user_name: str = ""
+    request_id: str
+    title: str = ""
+    choice: str
+
+
+__all__ = ["MAX_TOKEN_BYTES", "AuditEntry", "ConversationRecord", "DialogRecord"]

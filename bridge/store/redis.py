@@ -1,0 +1,258 @@
+"""The shared store: the same data in redis, for several bridge replicas (redis.asyncio).
+
+Key layout under a configurable prefix (default "pi-bridge:", or `?prefix=` in the URL):
+
+    conv:<key>                    string: ConversationRecord JSON
+    conversations                 set of conversation keys (for listing)
+    token:<token>                 string: DialogRecord JSON
+    dialog:<quoted key>:<rid>     list of a dialog's tokens, in put order
+    conv-dialogs:<key>            set of request ids with a pending dialog in <key>
+    seen:<dedupe key>             "1" with a TTL (SET NX PX)
+    audit / audit:<key>           lists of AuditEntry JSON, newest first, capped
+
+Multi-key reads and writes are MULTI transactions or Lua scripts, so other replicas never
+see half of them; `take_dialog` is a script, which is what makes exactly one racing
+caller win. The scripts derive token and dialog key names from prefixes passed in ARGV:
+fine on a single redis server or a replicated one, not on Redis Cluster. Expiry is the
+server's clock (the injected clock only drives sqlite). The URL may hold a password:
+it appears only redacted, in messages and reprs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from bridge.store.base import AUDIT_CAP, StoreError, check_ttl, dialog_order, redact_url
+from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+DEFAULT_PREFIX = "pi-bridge:"
+PREFIX_PARAM = "prefix"  # URL query parameter naming the key prefix
+
+# KEYS: dialog token list, conversation's dialog set. ARGV: token key prefix, request id.
+_TAKE = """
+local tokens = redis.call('LRANGE', KEYS[1], 0, -1)
+if #tokens == 0 then return 0 end
+for _, token in ipairs(tokens) do redis.call('DEL', ARGV[1] .. token) end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[2])
+return 1
+"""
+
+# KEYS: conversation's dialog set. ARGV: dialog list prefix, token key prefix.
+_DIALOGS_FOR = """
+local out = {}
+for _, rid in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  for _, token in ipairs(redis.call('LRANGE', ARGV[1] .. rid, 0, -1)) do
+    local value = redis.call('GET', ARGV[2] .. token)
+    if value then out[#out + 1] = value end
+  end
+end
+return out
+"""
+
+# KEYS: conversation, its dialog set, the conversation index.
+# ARGV: conversation key, dialog list prefix, token key prefix.
+_DELETE_CONVERSATION = """
+for _, rid in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  local list = ARGV[2] .. rid
+  for _, token in ipairs(redis.call('LRANGE', list, 0, -1)) do
+    redis.call('DEL', ARGV[3] .. token)
+  end
+  redis.call('DEL', list)
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return 1
+"""
+
+
+class RedisStore:
+    """`Store` on redis; open with `await RedisStore.open(url)`."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        label: str = "redis",
+        audit_cap: int = AUDIT_CAP,
+    ) -> None:
+        self._redis = client
+        self._prefix = prefix
+        self._audit_cap = max(1, audit_cap)
+        self._label = label  # the redacted URL, for messages
+        self._take = client.register_script(_TAKE)
+        self._dialogs_for = client.register_script(_DIALOGS_FOR)
+        self._delete_conversation = client.register_script(_DELETE_CONVERSATION)
+
+    @classmethod
+    async def open(
+        cls, url: str, *, prefix: str | None = None, audit_cap: int = AUDIT_CAP
+    ) -> RedisStore:
+        """Connect and check the server answers. `prefix` overrides `?prefix=` in the URL."""
+        label = redact_url(url)
+        client_url, url_prefix = split_prefix(url)
+        try:
+            client = aioredis.from_url(client_url, decode_responses=True)
+        except ValueError as exc:
+            raise ValueError(f"bad redis store URL {label}: {exc}") from None
+        try:
+            await client.ping()
+        except (RedisError, OSError) as exc:
+            await client.aclose()
+            # `from None`: the chained exception adds nothing and must not carry the URL.
+            raise StoreError(f"cannot reach the redis store at {label}: {exc}") from None
+        chosen = prefix if prefix is not None else url_prefix
+        return cls(
+            client,
+            prefix=DEFAULT_PREFIX if chosen is None else chosen,
+            label=label,
+            audit_cap=audit_cap,
+        )
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self._label!r}, prefix={self._prefix!r})"
+
+    # --- key names -------------------------------------------------------------------
+
+    def _conv(self, key: str) -> str:
+        return f"{self._prefix}conv:{key}"
+
+    def _index(self) -> str:
+        return f"{self._prefix}conversations"
+
+    def _token_prefix(self) -> str:
+        return f"{self._prefix}token:"
+
+    def _dialog_prefix(self, key: str) -> str:
+        # The conversation key is quoted so that "<key>:<rid>" cannot be read two ways.
+        return f"{self._prefix}dialog:{quote(key, safe='')}:"
+
+    def _conv_dialogs(self, key: str) -> str:
+        return f"{self._prefix}conv-dialogs:{key}"
+
+    def _seen(self, dedupe_key: str) -> str:
+        return f"{self._prefix}seen:{dedupe_key}"
+
+    def _audit(self, key: str | None) -> str:
+        return f"{self._prefix}audit" if key is None else f"{self._prefix}audit:{key}"
+
+    # --- conversations -------------------------------------------------------------
+
+    async def get_conversation(self, key: str) -> ConversationRecord | None:
+        text = await self._redis.get(self._conv(key))
+        return None if text is None else ConversationRecord.model_validate_json(text)
+
+    async def put_conversation(self, record: ConversationRecord) -> None:
+        async with self._redis.pipeline(transaction=True) as tx:
+            tx.set(self._conv(record.key), record.model_dump_json())
+            tx.sadd(self._index(), record.key)
+            await tx.execute()
+
+    async def list_conversations(self) -> list[ConversationRecord]:
+        keys = sorted(_text(member) for member in await self._redis.smembers(self._index()))
+        if not keys:
+            return []
+        texts = await self._redis.mget([self._conv(key) for key in keys])
+        # An index entry without its value is a conversation deleted between the two reads.
+        return [ConversationRecord.model_validate_json(text) for text in texts if text is not None]
+
+    async def delete_conversation(self, key: str) -> None:
+        await self._delete_conversation(
+            keys=[self._conv(key), self._conv_dialogs(key), self._index()],
+            args=[key, self._dialog_prefix(key), self._token_prefix()],
+        )
+
+    # --- dialogs ---------------------------------------------------------------------
+
+    async def put_dialogs(self, records: Sequence[DialogRecord]) -> None:
+        if not records:
+            return
+        async with self._redis.pipeline(transaction=True) as tx:
+            for record in records:
+                tokens = self._dialog_prefix(record.key) + record.request_id
+                tx.set(self._token_prefix() + record.token, record.model_dump_json())
+                # Re-putting a token moves it to the end instead of listing it twice.
+                tx.lrem(tokens, 0, record.token)
+                tx.rpush(tokens, record.token)
+                tx.sadd(self._conv_dialogs(record.key), record.request_id)
+            await tx.execute()
+
+    async def get_dialog(self, token: str) -> DialogRecord | None:
+        text = await self._redis.get(self._token_prefix() + token)
+        return None if text is None else DialogRecord.model_validate_json(text)
+
+    async def take_dialog(self, request_id: str, key: str) -> bool:
+        removed = await self._take(
+            keys=[self._dialog_prefix(key) + request_id, self._conv_dialogs(key)],
+            args=[self._token_prefix(), request_id],
+        )
+        return bool(removed)
+
+    async def dialogs_for(self, key: str) -> list[DialogRecord]:
+        texts = await self._dialogs_for(
+            keys=[self._conv_dialogs(key)], args=[self._dialog_prefix(key), self._token_prefix()]
+        )
+        records = [DialogRecord.model_validate_json(text) for text in texts]
+        return sorted(records, key=dialog_order)
+
+    # --- dedupe ----------------------------------------------------------------------
+
+    async def seen(self, dedupe_key: str, ttl: float) -> bool:
+        check_ttl(ttl)
+        # Milliseconds so fractional ttls work; never 0, which redis rejects.
+        millis = max(1, round(ttl * 1000))
+        created = await self._redis.set(self._seen(dedupe_key), "1", nx=True, px=millis)
+        return not created
+
+    # --- audit -----------------------------------------------------------------------
+
+    async def audit(self, entry: AuditEntry) -> None:
+        text = entry.model_dump_json()
+        async with self._redis.pipeline(transaction=True) as tx:
+            for name in (self._audit(entry.key), self._audit(None)):
+                tx.lpush(name, text)
+                tx.ltrim(name, 0, self._audit_cap - 1)
+            await tx.execute()
+
+    async def audit_log(self, key: str | None = None, limit: int = 100) -> list[AuditEntry]:
+        if limit <= 0:
+            return []
+        texts = await self._redis.lrange(self._audit(key), 0, limit - 1)
+        return [AuditEntry.model_validate_json(text) for text in texts]
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+
+def split_prefix(url: str) -> tuple[str, str | None]:
+    """Take our `prefix` query parameter out of the URL (redis-py would reject it)."""
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    prefix: str | None = None
+    kept: list[tuple[str, str]] = []
+    for name, value in params:
+        if name == PREFIX_PARAM:
+            prefix = value
+        else:
+            kept.append((name, value))
+    return urlunsplit(parts._replace(query=urlencode(kept))), prefix
+
+
+def _text(value: bytes | str) -> str:
+    # The client decodes responses; the bytes branch only satisfies redis-py's types.
+    return value.decode() if isinstance(value, bytes) else value
+
+
+__all__ = ["DEFAULT_PREFIX", "PREFIX_PARAM", "RedisStore", "split_prefix"]

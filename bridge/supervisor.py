@@ -1,0 +1,133 @@
+"""Keeps one agent per conversation, within a cap on live agents.
+
+Conversations are created on their first message and kept (they are cheap: an
+inbox and a renderer); agents are the expensive part. `AgentSlots` caps how
+many run at once: when full, the least recently active *idle* agent is stopped
+to make room, and when every agent is busy the newcomer waits, told so in its
+chat. The reaper stops agents idle longer than `idle_timeout`; their sessions
+resume on the next message. `drain()` is the graceful shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+
+from bridge.conversation import Conversation, Services, SlotGate
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup, TaskStatus
+
+    from bridge.model import Inbound
+
+log = logging.getLogger(__name__)
+
+REAP_EVERY = 15.0  # idle timeouts are minutes; checking a few times a minute is plenty
+DRAIN_POLL = 0.1
+
+
+class AgentSlots(SlotGate):
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.live: dict[str, Conversation] = {}
+        self._changed = anyio.Event()
+
+    async def acquire(self, conversation: Conversation) -> None:
+        told = False
+        while conversation.key not in self.live:
+            if len(self.live) < self.limit:
+                self.live[conversation.key] = conversation
+                return
+            victim = self._least_recent_idle()
+            if victim is not None:
+                log.info("evicting idle agent of %s", victim.key)
+                await victim.reap()
+                continue
+            if not told:
+                told = True
+                conversation.notify(f"⏳ All {self.limit} agents are busy; waiting for a free one…")
+            await self._changed.wait()
+
+    def _least_recent_idle(self) -> Conversation | None:
+        idle = [c for c in self.live.values() if c.idle]
+        return min(idle, key=lambda c: c.last_active, default=None)
+
+    def release(self, conversation: Conversation) -> None:
+        if self.live.get(conversation.key) is conversation:
+            del self.live[conversation.key]
+        self.changed()
+
+    def changed(self) -> None:
+        """Something may have become free or idle: waiters look again."""
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
+class Supervisor:
+    def __init__(self, services: Services) -> None:
+        self.s = services
+        self.conversations: dict[str, Conversation] = {}
+        self.accepting = True
+        self._tg: TaskGroup | None = None
+
+    @property
+    def slots(self) -> AgentSlots:
+        assert isinstance(self.s.gate, AgentSlots)
+        return self.s.gate
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self._reaper)
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def deliver(self, inbound: Inbound) -> bool:
+        """Hand an admitted inbound to its conversation; False once draining."""
+        if not self.accepting:
+            return False
+        conversation = self.conversations.get(inbound.key)
+        if conversation is None:
+            conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.s)
+            self.conversations[inbound.key] = conversation
+            assert self._tg is not None
+            try:
+                await self._tg.start(conversation.run)
+            except Exception:
+                del self.conversations[inbound.key]
+                raise
+        conversation.deliver(inbound)
+        return True
+
+    async def _reaper(self) -> None:
+        while True:
+            await anyio.sleep(REAP_EVERY)
+            await self.reap_idle()
+
+    async def reap_idle(self) -> None:
+        now = self.s.clock()
+        for conversation in list(self.slots.live.values()):
+            if conversation.idle and now - conversation.last_active > self.s.options.idle_timeout:
+                log.info("reaping idle agent of %s", conversation.key)
+                await conversation.reap()
+
+    async def drain(self, grace: float | None = None) -> None:
+        """Stop intake, let runs finish up to `grace` seconds, then end every agent."""
+        self.accepting = False
+        limit = self.s.options.drain_timeout if grace is None else grace
+        with anyio.move_on_after(limit):
+            # Polled: "no conversation busy" is a state over many agents, not one event.
+            while any(c.busy for c in self.slots.live.values()):  # noqa: ASYNC110
+                await anyio.sleep(DRAIN_POLL)
+        for conversation in list(self.slots.live.values()):
+            if conversation.busy:
+                conversation.interrupt(
+                    "⏹ interrupted: the bridge is restarting. Your session is kept."
+                )
+        async with anyio.create_task_group() as tg:
+            for conversation in list(self.slots.live.values()):
+                tg.start_soon(conversation.reap)
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()

@@ -1,0 +1,244 @@
+"""The whole bridge end to end: recording adapter → router → supervisor → real pi agent
+(against the scripted fake LLM) → renderer → outbox → recording adapter.
+
+Each test is a user journey from DESIGN.md; assertions are on what the chat shows
+and what the model was sent, never on which internal function ran.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from bridge.model import ButtonPress, Inbound
+from bridge.rpc import agent_environment
+from tests.support.agents import AGENT_VERSIONS, extension_path
+from tests.support.bridge_harness import CHAT, KEY, OWNER, STRANGER, options, running_bridge
+from tests.support.fake_llm import Reply, ToolCall
+
+if TYPE_CHECKING:
+    from bridge.options import BridgeOptions
+    from tests.support.agents import AgentHome
+    from tests.support.fake_llm import FakeLLM
+
+pytestmark = [pytest.mark.anyio, pytest.mark.agent]
+
+TIMED_GATE = Path(__file__).parent / "support" / "extensions" / "timed-gate.ts"
+
+
+@pytest.fixture(params=AGENT_VERSIONS)
+def version(request: pytest.FixtureRequest) -> str:
+    from tests.conftest import require_agent
+
+    require_agent(request.param)
+    return str(request.param)
+
+
+def bridge_options(
+    home: AgentHome, version: str, tmp_path: Path, *extra: str, **kw: object
+) -> BridgeOptions:
+    return options(tmp_path / "data", home.argv(version, *extra), home.env(), **kw)
+
+
+def requests_with(llm: FakeLLM, text: str) -> int:
+    return sum(1 for r in llm.requests if text in r.last_user_text)
+
+
+async def test_a_message_while_busy_steers_the_same_run(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "slowly",
+        Reply(
+            text="Working on it.", tool_calls=[ToolCall("bash", {"command": "sleep 2; echo slept"})]
+        ),
+        Reply(text="Done without steering."),
+    )
+    fake_llm.add("STEER-PURPLE", Reply(text="Switched to purple as you asked."))
+    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
+        await chat.say("do it slowly")
+        await chat.shown("🔧 bash")
+        await chat.say("STEER-PURPLE instead")
+        await chat.shown("Switched to purple as you asked.")
+        await chat.idle()
+        assert requests_with(fake_llm, "STEER-PURPLE") == 1
+        assert chat.all_text().count("✅ done") == 1, chat.all_text()
+        assert "Done without steering." not in chat.all_text()
+
+
+async def test_a_double_chevron_message_is_a_follow_up_after_the_run(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "first task",
+        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 1.5; echo ok"})]),
+        Reply(text="First task finished."),
+    )
+    fake_llm.add("SECOND-TASK", Reply(text="Second task finished."))
+    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
+        await chat.say("first task please")
+        await chat.shown("🔧 bash")
+        await chat.say(">> SECOND-TASK now")
+        await chat.shown("Second task finished.")
+        await chat.idle()
+        text = chat.all_text()
+        assert text.index("First task finished.") < text.index("Second task finished.")
+        first = next(r for r in fake_llm.requests if "SECOND-TASK" in r.last_user_text)
+        assert any("First task finished." in str(m) for m in first.messages)
+
+
+@pytest.mark.parametrize(("answer", "ran"), [("Yes", True), ("No", False)])
+async def test_a_dangerous_command_waits_for_the_owners_button(
+    version: str, answer: str, ran: bool, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    gate = str(extension_path(version, "permission-gate.ts"))
+    opts = bridge_options(agent_home, version, tmp_path, "-e", gate)
+    target = opts.workspace(KEY) / "build"
+    target.mkdir(parents=True)
+    fake_llm.add(
+        "clean",
+        Reply(tool_calls=[ToolCall("bash", {"command": "rm -rf build && echo removed"})]),
+        Reply(text="Finished cleaning."),
+    )
+    async with running_bridge(opts) as chat:
+        await chat.say("clean the build")
+        await chat.button("Yes", contains="rm -rf build")
+        await chat.press(answer, sender=STRANGER, contains="rm -rf build")
+        await chat.until(lambda: any("Only" in a[1] for a in chat.adapter.answers))
+        assert target.exists(), "a stranger's press ran the command"
+        await chat.press(answer, sender=OWNER, contains="rm -rf build")
+        await chat.shown("Finished cleaning.")
+        await chat.idle()
+        assert target.exists() is not ran
+        assert chat.find(f"chose: {answer}") is not None
+        audit = await chat.bridge.store.audit_log(KEY)
+        assert [(e.user_id, e.choice) for e in audit] == [(OWNER.id, answer)]
+
+
+async def test_a_dialog_with_a_timeout_retires_its_buttons_when_it_expires(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    opts = bridge_options(agent_home, version, tmp_path, "-e", str(TIMED_GATE))
+    fake_llm.add(
+        "deploy",
+        Reply(tool_calls=[ToolCall("bash", {"command": "echo timed deploy"})]),
+        Reply(text="Deploy step over."),
+    )
+    async with running_bridge(opts) as chat:
+        await chat.say("deploy it")
+        button = await chat.button("Run", contains="timed deploy")
+        opened = time.monotonic()
+        await chat.until(lambda: chat.find("expired") is not None, within=10)
+        retired_after = time.monotonic() - opened
+        assert 1.0 < retired_after < 3.5
+        assert all(
+            button.token not in [b.token for row in m.buttons for b in row]
+            for m in chat.adapter.messages.values()
+        )
+        await chat.shown("Deploy step over.")
+        # A late press on the retired button is told it is no longer active.
+        await chat.bridge.handle(
+            Inbound(KEY, CHAT, OWNER, "late", press=ButtonPress(button.token, "late-press"))
+        )
+        await chat.until(lambda: any("no longer active" in a[1] for a in chat.adapter.answers))
+
+
+async def test_stop_with_a_dialog_pending_ends_the_run_in_under_a_second(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    gate = str(extension_path(version, "permission-gate.ts"))
+    fake_llm.add(
+        "wipe",
+        Reply(tool_calls=[ToolCall("bash", {"command": "rm -rf /tmp/nothing-here"})]),
+        Reply(text="Should not get here."),
+    )
+    async with running_bridge(bridge_options(agent_home, version, tmp_path, "-e", gate)) as chat:
+        await chat.say("wipe it")
+        await chat.button("Yes", contains="rm -rf")
+        started = time.monotonic()
+        await chat.say("/stop")
+        await chat.until(lambda: not chat.conversation_busy(), within=5)
+        assert time.monotonic() - started < 1.0
+        await chat.shown("stopped")
+
+
+async def test_a_killed_agent_is_reported_and_the_next_message_resumes_its_session(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("remember", Reply(text="I will remember MANGO."))
+    fake_llm.add(
+        "long job",
+        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30"})]),
+        Reply(text="never"),
+    )
+    fake_llm.add("what fruit", Reply(text="You said MANGO."))
+    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
+        await chat.say("remember MANGO")
+        await chat.shown("I will remember MANGO.")
+        await chat.idle()
+        await chat.say("start the long job")
+        await chat.shown("🔧 bash")
+        conversation = chat.bridge.supervisor.conversations[KEY]
+        assert conversation.agent is not None
+        os.killpg(conversation.agent.pid, signal.SIGKILL)
+        await chat.shown("The agent stopped (exit -9)")
+        await chat.say("what fruit did I say?")
+        await chat.shown("You said MANGO.")
+        resumed = next(r for r in fake_llm.requests if "what fruit" in r.last_user_text)
+        assert any("remember MANGO" in str(m) for m in resumed.messages)
+
+
+async def test_a_restarted_bridge_resumes_the_conversation_from_the_store(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("remember", Reply(text="Noted: KIWI."))
+    fake_llm.add("what fruit", Reply(text="It was KIWI."))
+    opts = bridge_options(agent_home, version, tmp_path)
+    async with running_bridge(opts) as chat:
+        await chat.say("remember KIWI")
+        await chat.shown("Noted: KIWI.")
+        await chat.idle()
+    async with running_bridge(opts) as chat:
+        await chat.say("what fruit was it?")
+        await chat.shown("It was KIWI.")
+    resumed = next(r for r in fake_llm.requests if "what fruit" in r.last_user_text)
+    assert any("remember KIWI" in str(m) for m in resumed.messages)
+
+
+async def test_the_bridges_secrets_never_reach_the_agents_shell(
+    version: str,
+    fake_llm: FakeLLM,
+    agent_home: AgentHome,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secrets = {
+        "TELEGRAM_BOT_TOKEN": "tg-secret-111",
+        "SLACK_BOT_TOKEN": "xoxb-secret-222",
+        "SLACK_SIGNING_SECRET": "sign-secret-333",
+        "PI_BRIDGE_STORE": "redis://:pw-secret-444@127.0.0.1:1/0",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    # The bridge builds the agent's environment from its own, as in production.
+    env = agent_environment(os.environ, ["PI_CODING_AGENT_DIR"], overrides=agent_home.env())
+    fake_llm.add(
+        "environment",
+        Reply(tool_calls=[ToolCall("bash", {"command": "env; echo END-OF-ENV"})]),
+        Reply(text="Listed."),
+    )
+    opts = options(tmp_path / "data", agent_home.argv(version), env)
+    async with running_bridge(opts) as chat:
+        await chat.say("show the environment")
+        await chat.shown("Listed.")
+        await chat.idle()
+    tool_result = next(r for r in fake_llm.requests if "END-OF-ENV" in str(r.messages))
+    dumped = str(tool_result.messages)
+    assert "PATH=" in dumped
+    for value in secrets.values():
+        assert value not in dumped

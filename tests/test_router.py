@@ -1,0 +1,180 @@
+"""Routing table: one inbound message and the conversation's state → intent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bridge.model import ButtonPress, ChatRef, Image, Inbound, Sender
+from bridge.router import (
+    AskBusy,
+    Control,
+    DialogReply,
+    FollowUp,
+    Hold,
+    Ignore,
+    Intent,
+    Press,
+    Prompt,
+    Steer,
+    Stop,
+    View,
+    parse_command,
+    route,
+    screen,
+)
+
+IDLE = View()
+BUSY = View(busy=True)
+PNG = Image(b"\x89PNG", "image/png")
+
+
+def msg(text: str = "", **kw: object) -> Inbound:
+    fields: dict[str, object] = {
+        "key": "tg:1",
+        "chat": ChatRef("1"),
+        "sender": Sender("42", "alice"),
+        "event_id": "e1",
+        "text": text,
+    }
+    fields.update(kw)
+    return Inbound(**fields)  # type: ignore[arg-type]
+
+
+ROUTES: list[tuple[str, Inbound, View, Intent]] = [
+    ("idle message prompts", msg("hello"), IDLE, Prompt("hello")),
+    ("idle photo prompts with image", msg("", images=(PNG,)), IDLE, Prompt("", (PNG,))),
+    ("busy message steers by default", msg("use tabs"), BUSY, Steer("use tabs")),
+    (
+        "busy message follows up by policy",
+        msg("then tests"),
+        View(busy=True, policy="follow_up"),
+        FollowUp("then tests"),
+    ),
+    ("busy message asks by policy", msg("hm"), View(busy=True, policy="ask"), AskBusy("hm")),
+    ("double chevron follows up", msg(">> run tests"), BUSY, FollowUp("run tests")),
+    ("double chevron while idle prompts", msg(">> run tests"), IDLE, Prompt("run tests")),
+    ("later command follows up", msg("/later lint it"), BUSY, FollowUp("lint it")),
+    ("steer command steers", msg("/steer stop that"), BUSY, Steer("stop that")),
+    ("steer command while idle prompts", msg("/steer go"), IDLE, Prompt("go")),
+    ("stop aborts", msg("/stop"), BUSY, Stop()),
+    ("stop with bot mention aborts", msg("/stop@pibot"), View(busy=True, bot_name="PiBot"), Stop()),
+    ("bang stop aborts in slack", msg("!stop"), View(prefixes=("/", "!")), Stop()),
+    ("bang is text on telegram", msg("!stop"), IDLE, Prompt("!stop")),
+    ("control command maps", msg("/model openai/gpt-5"), BUSY, Control("model", "openai/gpt-5")),
+    ("help is control", msg("/help"), IDLE, Control("help")),
+    ("unknown slash word goes to agent", msg("/review src/"), IDLE, Prompt("/review src/")),
+    ("skill goes to agent", msg("/skill:pdf make one"), IDLE, Prompt("/skill:pdf make one")),
+    ("unknown slash word while busy steers", msg("/review"), BUSY, Steer("/review")),
+    (
+        "command for another bot is text",
+        msg("/new@otherbot"),
+        View(bot_name="pibot"),
+        Prompt("/new@otherbot"),
+    ),
+    ("lone slash is text", msg("/"), IDLE, Prompt("/")),
+    ("path is text", msg("/etc/hosts is odd"), IDLE, Prompt("/etc/hosts is odd")),
+    (
+        "compacting holds a steer",
+        msg("more"),
+        View(busy=True, compacting=True),
+        Hold(Steer("more")),
+    ),
+    (
+        "compacting holds a follow-up",
+        msg(">> more"),
+        View(busy=True, compacting=True),
+        Hold(FollowUp("more")),
+    ),
+    ("empty message ignored", msg("   "), IDLE, Ignore("empty message")),
+    ("empty follow-up ignored", msg(">>"), BUSY, Ignore("nothing to send")),
+    (
+        "button press",
+        msg(press=ButtonPress("tok", "cb1")),
+        BUSY,
+        Press("tok", "cb1"),
+    ),
+    (
+        "reply to an input dialog answers it",
+        msg("my answer", reply_to="77"),
+        View(busy=True, input_dialogs={"77": "req-1"}),
+        DialogReply("req-1", "my answer"),
+    ),
+    ("reply to another message is a message", msg("x", reply_to="5"), BUSY, Steer("x")),
+]
+
+
+@pytest.mark.parametrize(
+    ("inbound", "view", "expected"), [r[1:] for r in ROUTES], ids=[r[0] for r in ROUTES]
+)
+def test_an_inbound_routes_to_the_expected_intent(
+    inbound: Inbound, view: View, expected: Intent
+) -> None:
+    assert route(inbound, view) == expected
+
+
+COMMANDS: list[tuple[str, str, tuple[str, str] | None]] = [
+    ("/new", "", ("new", "")),
+    ("/New  some   args ", "", ("new", "some   args")),
+    ("/new@PiBot x", "pibot", ("new", "x")),
+    ("/new@other x", "pibot", None),
+    ("/new@any", "", ("new", "")),
+    ("/skill:pdf", "", ("skill:pdf", "")),
+    ("/1abc", "", None),
+    ("/", "", None),
+    ("hello", "", None),
+]
+
+
+@pytest.mark.parametrize(("text", "bot", "expected"), COMMANDS)
+def test_commands_are_parsed_and_normalised(
+    text: str, bot: str, expected: tuple[str, str] | None
+) -> None:
+    assert parse_command(text, ("/",), bot) == expected
+
+
+GATES: list[tuple[str, Inbound, list[str] | None, str | None]] = [
+    ("allowed sender passes", msg("hi"), ["42"], None),
+    ("everyone allowed when no list", msg("hi"), None, None),
+    ("stranger refused", msg("hi", sender=Sender("7")), ["42"], "refuse"),
+    ("own message dropped", msg("hi", from_self=True), ["42"], "drop"),
+    ("other bot dropped", msg("hi", sender=Sender("9", is_bot=True)), None, "drop"),
+    ("edit dropped", msg("hi", is_edit=True), ["42"], "drop"),
+]
+
+
+@pytest.mark.parametrize(
+    ("inbound", "allowed", "action"), [g[1:] for g in GATES], ids=[g[0] for g in GATES]
+)
+def test_the_gate_drops_own_messages_and_refuses_strangers(
+    inbound: Inbound, allowed: list[str] | None, action: str | None
+) -> None:
+    gate = screen(inbound, allowed)
+    assert (gate.action if gate else None) == action
+
+
+def _transcript_inputs() -> list[Path]:
+    root = Path(__file__).resolve().parents[2] / "shared" / "protocol" / "transcripts"
+    return sorted(root.glob("*/d*_steer_*.stdin.jsonl")) + sorted(
+        root.glob("*/e1_follow_up.stdin.jsonl")
+    )
+
+
+@pytest.mark.parametrize("stdin", _transcript_inputs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_recorded_sessions_are_reproduced_by_routing_their_messages(stdin: Path) -> None:
+    """The recorded runs sent prompt, then steer/follow_up while busy: routing the
+    same texts as chat messages yields the same commands."""
+    sent = [json.loads(line) for line in stdin.read_text().splitlines() if line.strip()]
+    messages = [c for c in sent if c.get("type") in ("prompt", "steer", "follow_up")]
+    assert messages, "transcript has no message commands"
+    busy = False
+    for command in messages:
+        text = command["message"]
+        chat_text = f">> {text}" if command["type"] == "follow_up" else text
+        intent = route(msg(chat_text), View(busy=busy))
+        expected = {"prompt": Prompt, "steer": Steer, "follow_up": FollowUp}[command["type"]]
+        assert type(intent) is expected
+        assert getattr(intent, "text", None) == text
+        busy = True
