@@ -1,0 +1,220 @@
+"""`SlackAdapter`: the bridge's ops as Slack Web API calls over `AsyncWebClient`.
+
+Messages go into the conversation's thread with unfurling off (tool output is
+full of links). slack_sdk errors never leave this module: they become the
+`bridge.model.PlatformError` tree (`map_error`), `raise … from exc`. The client
+is built by the caller (with `base_url` for tests); this class only calls it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from adapters.slack.convert import Identity, parse_press_ref
+from adapters.slack.format import fallback_text, format_markdown, message_blocks
+from bridge.model import (
+    BadFormatting,
+    ChatRef,
+    Keyboard,
+    Markup,
+    MessageGone,
+    MessageRef,
+    PlatformError,
+    PlatformLimits,
+    RateLimited,
+    TooLong,
+    TransientError,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from slack_sdk.web.async_client import AsyncWebClient
+
+log = logging.getLogger(__name__)
+
+LIMITS = PlatformLimits(
+    max_text=12_000,  # one markdown block per message (format.MARKDOWN_BLOCK_MAX)
+    max_caption=4_000,
+    max_button_data=2_000,  # Block Kit button `value`
+    max_buttons_per_row=5,
+    edit_interval=1.0,
+    chat_rate=1.0,  # chat.postMessage: about one message per second per channel
+    global_rate=20.0,
+)
+FILE_PREFIX = "file:"  # message ids of uploads are file ids: deleted with files.delete
+DEFAULT_RETRY_AFTER = 1.0
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+DOWNLOAD_TIMEOUT = 30.0
+
+_GONE = frozenset(
+    {
+        "message_not_found",
+        "cant_update_message",
+        "cant_delete_message",
+        "cant_delete_file",
+        "file_not_found",
+        "file_deleted",
+        "edit_window_closed",
+        "thread_not_found",
+    }
+)
+_TOO_LONG = frozenset({"msg_too_long", "msg_blocks_too_long", "too_many_blocks"})
+_BAD_BLOCKS = frozenset({"invalid_blocks", "invalid_blocks_format", "invalid_markdown"})
+_TRANSIENT = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+
+
+def map_error(exc: SlackApiError, markup: Markup = "plain") -> PlatformError:
+    """One Web API error as the bridge's error tree."""
+    response = exc.response
+    error = str(response.get("error") or "")
+    if response.status_code == 429 or error == "ratelimited":
+        return RateLimited(_retry_after(response.headers))
+    if response.status_code >= 500 or error in _TRANSIENT:
+        return TransientError(error or f"HTTP {response.status_code}")
+    if error in _GONE:
+        return MessageGone(error)
+    if error in _TOO_LONG:
+        return TooLong(error)
+    if error in _BAD_BLOCKS:
+        # Plain text has nothing to fall back to; what Slack refuses then is its size.
+        return BadFormatting(error) if markup == "formatted" else TooLong(error)
+    return PlatformError(error or f"HTTP {response.status_code}")
+
+
+def _retry_after(headers: Any) -> float:
+    for name, value in dict(headers or {}).items():
+        if str(name).lower() == "retry-after":
+            with contextlib.suppress(TypeError, ValueError):
+                return max(0.0, float(value if not isinstance(value, list) else value[0]))
+    return DEFAULT_RETRY_AFTER
+
+
+@contextlib.contextmanager
+def translated(markup: Markup = "plain") -> Iterator[None]:
+    try:
+        yield
+    except SlackApiError as exc:
+        raise map_error(exc, markup) from exc
+    except (TimeoutError, SlackClientError, aiohttp.ClientError, OSError) as exc:
+        raise TransientError(f"{type(exc).__name__}: {exc}") from exc
+
+
+class SlackAdapter:
+    """Implements `bridge.model.Adapter` for one Slack workspace."""
+
+    def __init__(
+        self, client: AsyncWebClient, *, token: str = "", limits: PlatformLimits = LIMITS
+    ) -> None:
+        self.client = client
+        self._token = token or client.token or ""
+        self._limits = limits
+
+    @property
+    def limits(self) -> PlatformLimits:
+        return self._limits
+
+    def format(self, markdown: str, limit: int) -> list[str]:
+        return format_markdown(markdown, limit)
+
+    async def identity(self) -> Identity:
+        """Who the bot is (`auth.test`): needed to strip mentions and spot own messages."""
+        with translated():
+            found = await self.client.auth_test()
+        return Identity(
+            str(found.get("team_id") or ""),
+            str(found.get("user_id") or ""),
+            str(found.get("bot_id") or ""),
+        )
+
+    async def send(
+        self,
+        chat: ChatRef,
+        text: str,
+        *,
+        markup: Markup = "plain",
+        buttons: Keyboard = (),
+        force_reply: bool = False,
+        silent: bool = False,
+    ) -> MessageRef:
+        # Slack has neither ForceReply nor silent messages: both are ignored.
+        fallback, blocks = message_blocks(text, markup, buttons)
+        with translated(markup):
+            sent = await self.client.chat_postMessage(
+                channel=chat.chat_id,
+                thread_ts=chat.thread_id,
+                text=fallback,
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        return MessageRef(chat, str(sent["ts"]))
+
+    async def edit(
+        self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
+    ) -> None:
+        if ref.message_id.startswith(FILE_PREFIX):
+            raise MessageGone("an uploaded file cannot be edited")
+        fallback, blocks = message_blocks(text, markup, buttons)
+        with translated(markup):
+            await self.client.chat_update(
+                channel=ref.chat.chat_id, ts=ref.message_id, text=fallback, blocks=blocks
+            )
+
+    async def delete(self, ref: MessageRef) -> None:
+        with translated():
+            if ref.message_id.startswith(FILE_PREFIX):
+                await self.client.files_delete(file=ref.message_id.removeprefix(FILE_PREFIX))
+            else:
+                await self.client.chat_delete(channel=ref.chat.chat_id, ts=ref.message_id)
+
+    async def upload(
+        self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
+    ) -> MessageRef:
+        with translated():
+            done = await self.client.files_upload_v2(
+                channel=chat.chat_id,
+                thread_ts=chat.thread_id,
+                filename=filename,
+                title=filename,
+                file=data,
+                initial_comment=caption or None,
+            )
+        file = done.get("file") or {}
+        return MessageRef(chat, FILE_PREFIX + str(file.get("id") or ""))
+
+    async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
+        """An ephemeral message to the presser (Slack has no toasts; `alert` changes nothing)."""
+        ref = parse_press_ref(press_id)
+        if ref is None or not text:
+            return  # the press was already acknowledged to Slack
+        channel, user, thread = ref
+        with translated():
+            await self.client.chat_postEphemeral(
+                channel=channel, user=user, text=fallback_text(text), thread_ts=thread or None
+            )
+
+    async def download(self, url: str) -> tuple[bytes, str] | None:
+        """A file from `url_private` (needs the bot token), or None if it is not an image."""
+        headers = {"Authorization": f"Bearer {self._token}"}
+        timeout = aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(url, headers=headers) as response,
+            ):
+                mime = response.headers.get("Content-Type", "").split(";")[0].strip()
+                # Without files:read Slack answers with an HTML sign-in page, not the file.
+                if response.status != 200 or not mime.startswith("image/"):
+                    log.warning("image download refused: HTTP %s, %s", response.status, mime)
+                    return None
+                data = await response.content.read(MAX_IMAGE_BYTES + 1)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            log.warning("image download failed: %s", exc)
+            return None
+        return (data, mime) if len(data) <= MAX_IMAGE_BYTES else None

@@ -1,0 +1,211 @@
+"""Slack in: a bolt `AsyncApp` (Socket Mode by default, HTTP optional) feeding a bridge.
+
+Listeners acknowledge at once (bolt acks Events API listeners before they run; an
+action listener calls `ack()` first, well inside Slack's 3 s), then convert the
+payload and hand it to `bridge.handle`, which returns quickly. Redeliveries are
+dropped by `event_id` here and again by the bridge's store: Socket Mode marks
+first deliveries with `x-slack-retry-num: "0"`, so headers are no guide
+(PITFALLS.md). Closing Socket Mode can hang ~10 s, so it is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.adapter import SlackAdapter
+from adapters.slack.convert import ACTION_PREFIX, candidate_thread, from_action, from_event
+from bridge.model import Image
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+    from anyio.abc import TaskStatus
+    from slack_bolt.context.ack.async_ack import AsyncAck
+
+    from adapters.slack.convert import Converted, Identity
+    from adapters.slack.settings import SlackSettings
+    from bridge.model import Inbound
+    from bridge.options import BridgeOptions
+    from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT = 3.0  # Socket Mode close_async() can block ~10 s (PITFALLS.md)
+REMEMBERED = 10_000  # delivery ids and owned threads kept in memory
+PREFIXES = ("/", "!")  # Slack threads take "!stop": slash commands do not reach threads
+
+
+class Handles(Protocol):
+    async def handle(self, inbound: Inbound) -> None: ...
+
+
+@dataclass
+class Intake:
+    """Slack payloads → `handle(inbound)`, once per delivery, with images downloaded.
+
+    `owns(key)` tells whether the bridge already has a conversation for a thread
+    it has not seen in this process (e.g. after a restart); None: only threads
+    started here count."""
+
+    adapter: SlackAdapter
+    me: Identity
+    handle: Callable[[Inbound], Awaitable[None]]
+    owns: Callable[[str], Awaitable[bool]] | None = None
+    threads: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
+
+    async def on_event(self, body: Mapping[str, Any]) -> None:
+        if not _first(self.seen, str(body.get("event_id") or "")):
+            return
+        key = candidate_thread(body, self.me)
+        if key is not None and key not in self.threads and await self._owned(key):
+            _remember(self.threads, key)
+        converted = from_event(body, self.me, self.threads)
+        if converted is None:
+            return
+        if (body.get("event") or {}).get("type") == "app_mention":
+            _remember(self.threads, converted.inbound.key)
+        await self._deliver(converted)
+
+    async def on_action(self, body: Mapping[str, Any]) -> None:
+        converted = from_action(body, self.me)
+        if converted is not None and _first(self.seen, converted.inbound.event_id):
+            await self._deliver(converted)
+
+    async def _owned(self, key: str) -> bool:
+        return self.owns is not None and await self.owns(key)
+
+    async def _deliver(self, converted: Converted) -> None:
+        inbound = converted.inbound
+        if converted.image_files and not (inbound.from_self or inbound.is_edit):
+            images = []
+            for file in converted.image_files:
+                got = await self.adapter.download(file.url)
+                if got is not None:
+                    images.append(Image(got[0], got[1]))
+            inbound = dataclasses.replace(inbound, images=tuple(images))
+        await self.handle(inbound)
+
+
+def _first(seen: OrderedDict[str, None], delivery: str) -> bool:
+    """True the first time a delivery id shows up (empty ids are never duplicates)."""
+    if not delivery:
+        return True
+    if delivery in seen:
+        return False
+    _remember(seen, delivery)
+    return True
+
+
+def _remember(memory: OrderedDict[str, None], key: str) -> None:
+    memory[key] = None
+    memory.move_to_end(key)
+    while len(memory) > REMEMBERED:
+        memory.popitem(last=False)
+
+
+def build_client(settings: SlackSettings) -> AsyncWebClient:
+    return AsyncWebClient(token=settings.bot_token, base_url=settings.api_base_url)
+
+
+def build_app(settings: SlackSettings, client: AsyncWebClient, intake: Intake) -> AsyncApp:
+    app = AsyncApp(
+        client=client,  # carries the bot token (bolt would warn if it were given twice)
+        signing_secret=settings.signing_secret or None,
+        # Socket Mode requests are not signed; bolt skips verification for them anyway.
+        request_verification_enabled=bool(settings.signing_secret),
+    )
+
+    async def on_event(body: dict[str, Any]) -> None:
+        await intake.on_event(body)
+
+    async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        await intake.on_action(body)
+
+    app.event("app_mention")(on_event)
+    app.event("message")(on_event)
+    app.action(re.compile("^" + re.escape(ACTION_PREFIX)))(on_action)
+    return app
+
+
+async def serve(
+    app: AsyncApp,
+    settings: SlackSettings,
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Receive Slack traffic until cancelled."""
+    if settings.socket_mode:
+        handler = AsyncSocketModeHandler(app, settings.app_token)
+        try:
+            await handler.connect_async()  # type: ignore[no-untyped-call]
+            task_status.started()
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+                await handler.close_async()  # type: ignore[no-untyped-call]
+        return
+    runner = web.AppRunner(app.web_app(path="/slack/events", port=settings.http_port))
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.http_host, settings.http_port).start()
+        task_status.started()
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+            await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def slack_intake(
+    settings: SlackSettings,
+    handler: Handles,
+    adapter: SlackAdapter,
+    owns: Callable[[str], Awaitable[bool]] | None = None,
+) -> AsyncIterator[Intake]:
+    """Slack traffic flowing into `handler` for the life of the block."""
+    intake = Intake(adapter, await adapter.identity(), handler.handle, owns)
+    app = build_app(settings, adapter.client, intake)
+    async with anyio.create_task_group() as tg:
+        await tg.start(serve, app, settings)
+        try:
+            yield intake
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def run_slack(settings: SlackSettings, options: BridgeOptions, store: Store) -> None:
+    """The bridge on Slack until cancelled (the CLI's `run` for Slack)."""
+    from bridge.service import Bridge  # the composition root; imported only to run
+
+    adapter = SlackAdapter(build_client(settings), token=settings.bot_token)
+    # SLACK_ALLOWED_USERS / SLACK_APPROVERS are Slack user ids: they apply on Slack.
+    options = dataclasses.replace(
+        options,
+        allowed_users=settings.allowed_users
+        if settings.allowed_users is not None
+        else options.allowed_users,
+        approvers=options.approvers | settings.approvers,
+    )
+
+    async def owns(key: str) -> bool:
+        return await store.get_conversation(key) is not None
+
+    async with (
+        Bridge(adapter, store, options, prefixes=PREFIXES) as bridge,
+        slack_intake(settings, bridge, adapter, owns),
+    ):
+        await anyio.sleep_forever()

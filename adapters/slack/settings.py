@@ -1,0 +1,62 @@
+"""What the Slack adapter needs to run, read from the documented environment names.
+
+Socket Mode is used when `app_token` is set (no public URL needed); otherwise the
+bolt app serves HTTP on `http_port` and verifies requests with `signing_secret`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+DEFAULT_API_BASE_URL = "https://slack.com/api/"
+DEFAULT_HTTP_PORT = 3000
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSettings:
+    bot_token: str
+    app_token: str = ""
+    signing_secret: str = ""
+    api_base_url: str = DEFAULT_API_BASE_URL
+    allowed_users: frozenset[str] | None = None  # None: everyone in the workspace
+    approvers: frozenset[str] = field(default_factory=frozenset)
+    http_port: int = DEFAULT_HTTP_PORT
+    http_host: str = "0.0.0.0"  # HTTP mode listens for Slack (usually behind a proxy)
+
+    def __post_init__(self) -> None:
+        if not self.bot_token:
+            raise ValueError("SLACK_BOT_TOKEN is required")
+        if not self.app_token and not self.signing_secret:
+            raise ValueError("set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP)")
+
+    @property
+    def socket_mode(self) -> bool:
+        return bool(self.app_token)
+
+    def __repr__(self) -> str:
+        # Tokens never reach logs or tracebacks.
+        return f"SlackSettings(socket_mode={self.socket_mode}, api_base_url={self.api_base_url!r})"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
+        env = os.environ if env is None else env
+        allowed = _ids(env.get("SLACK_ALLOWED_USERS", ""))
+        port = env.get("SLACK_HTTP_PORT", "")
+        return cls(
+            bot_token=env.get("SLACK_BOT_TOKEN", ""),
+            app_token=env.get("SLACK_APP_TOKEN", ""),
+            signing_secret=env.get("SLACK_SIGNING_SECRET", ""),
+            api_base_url=env.get("SLACK_API_BASE_URL", "") or DEFAULT_API_BASE_URL,
+            allowed_users=allowed or None,
+            approvers=_ids(env.get("SLACK_APPROVERS", "")),
+            http_port=int(port) if port else DEFAULT_HTTP_PORT,
+        )
+
+
+def _ids(value: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in value.split(",") if part.strip())

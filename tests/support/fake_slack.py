@@ -1,0 +1,465 @@
+"""A fake Slack (Web API + Socket Mode) on 127.0.0.1 for the real slack_sdk and bolt.
+
+`FakeSlack` serves `/api/<method>` for the calls the bridge makes, records every
+call (`calls`) and every Socket Mode ack (`acks`), keeps the messages the bot
+posted (`messages`), and checks the Block Kit limits Slack enforces (answering
+`invalid_blocks` / `msg_too_long` like Slack does). `fail()` makes the next call
+of a method fail (e.g. 429 with Retry-After). `mention()`, `thread_message()`,
+`dm()` and `press()` push Socket Mode envelopes to the connected app and return
+the envelope, so a test can `redeliver()` it.
+
+Tests must clear the proxy variables: slack_sdk ignores NO_PROXY (PITFALLS.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+from aiohttp import WSMsgType, web
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+TEAM = "T0TEAM"
+BOT_USER = "U0BOT"
+BOT_ID = "B0BOT"
+APP_ID = "A0APP"
+ALICE = "U0ALICE"
+CHANNEL = "C0CHAN"
+DM_CHANNEL = "D0DM"
+WAIT = 10.0
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    method: str
+    args: Json
+    token: str
+
+
+@dataclass
+class Posted:
+    channel: str
+    ts: str
+    text: str
+    blocks: list[Json]
+    thread_ts: str | None = None
+    deleted: bool = False
+
+    @property
+    def visible(self) -> str:
+        """The text a reader sees: markdown blocks and sections (not the fallback)."""
+        parts = []
+        for block in self.blocks:
+            text = block.get("text")
+            parts.append(text.get("text", "") if isinstance(text, dict) else str(text or ""))
+            for element in block.get("elements", []):
+                parts.append(f"[{(element.get('text') or {}).get('text', '')}]")
+        return "\n".join(parts) if self.blocks else self.text
+
+
+@dataclass
+class Failure:
+    error: str
+    status: int = 200
+    retry_after: float | None = None
+    times: int = 1
+
+
+@dataclass
+class FakeSlack:
+    bot_token: str = "xoxb-fake"
+    app_token: str = "xapp-fake"
+    calls: list[Call] = field(default_factory=list)
+    acks: list[str] = field(default_factory=list)
+    messages: dict[str, Posted] = field(default_factory=dict)  # ts → message
+    uploads: dict[str, bytes] = field(default_factory=dict)  # file id → content
+    files: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # url path → file
+    failures: dict[str, Failure] = field(default_factory=dict)
+    _ws: web.WebSocketResponse | None = None
+    _runner: web.AppRunner | None = None
+    _port: int = 0
+    _serial: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/socket", self._socket)
+        app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_get("/files/{name}", self._file)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self._port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._ws is not None:
+            await self._ws.close()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/api/"
+
+    # --- test controls ---------------------------------------------------------------
+
+    def fail(
+        self, method: str, error: str, *, status: int = 200, retry_after: float | None = None
+    ) -> None:
+        """The next call of `method` fails with `error` (and HTTP `status`)."""
+        self.failures[method] = Failure(error, status, retry_after)
+
+    def add_file(self, data: bytes, mime_type: str) -> str:
+        """A private file URL (served only with the bot token, like `url_private`)."""
+        name = f"F{next(self._serial)}"
+        self.files[name] = (data, mime_type)
+        return f"{self.url}/files/{name}"
+
+    def called(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_for(
+        self, method: str, where: Callable[[Call], bool] = lambda _: True, within: float = WAIT
+    ) -> Call:
+        with anyio.fail_after(within):
+            while True:
+                found = [c for c in self.called(method) if where(c)]
+                if found:
+                    return found[0]
+                await anyio.sleep(0.01)
+
+    async def wait_until(self, predicate: Callable[[], bool], within: float = WAIT) -> None:
+        with anyio.fail_after(within):
+            while not predicate():  # noqa: ASYNC110 (polls the fake's state)
+                await anyio.sleep(0.01)
+
+    async def connected(self) -> None:
+        await self.wait_until(lambda: self._ws is not None and not self._ws.closed)
+
+    # --- Socket Mode deliveries -------------------------------------------------------
+
+    def new_ts(self) -> str:
+        n = next(self._serial)
+        return f"{1_700_000_000 + n}.{n:06d}"
+
+    async def mention(
+        self, text: str, *, user: str = ALICE, channel: str = CHANNEL, thread_ts: str | None = None
+    ) -> Json:
+        event: Json = {
+            "type": "app_mention",
+            "user": user,
+            "text": f"<@{BOT_USER}> {text}",
+            "ts": self.new_ts(),
+            "channel": channel,
+        }
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return await self.deliver_event(event)
+
+    async def thread_message(
+        self, text: str, thread_ts: str, *, user: str = ALICE, channel: str = CHANNEL
+    ) -> Json:
+        event = {
+            "type": "message",
+            "channel_type": "channel",
+            "user": user,
+            "text": text,
+            "ts": self.new_ts(),
+            "thread_ts": thread_ts,
+            "channel": channel,
+        }
+        return await self.deliver_event(event)
+
+    async def dm(self, text: str, *, user: str = ALICE, channel: str = DM_CHANNEL) -> Json:
+        event = {
+            "type": "message",
+            "channel_type": "im",
+            "user": user,
+            "text": text,
+            "ts": self.new_ts(),
+            "channel": channel,
+        }
+        return await self.deliver_event(event)
+
+    async def deliver_event(self, event: Json) -> Json:
+        n = next(self._serial)
+        payload = {
+            "token": "verification-token",
+            "team_id": TEAM,
+            "api_app_id": APP_ID,
+            "event": {**event, "team": TEAM, "event_ts": event.get("ts", "")},
+            "type": "event_callback",
+            "event_id": f"Ev{n:08d}",
+            "event_time": 1_700_000_000 + n,
+        }
+        return await self.send_envelope("events_api", payload)
+
+    async def press(self, message_ts: str, action_id: str, *, user: str = ALICE) -> Json:
+        """A press on a button of the bot's message `message_ts`."""
+        message = self.messages[message_ts]
+        value = _button_value(message.blocks, action_id)
+        action_ts = self.new_ts()
+        payload = {
+            "type": "block_actions",
+            "team": {"id": TEAM, "domain": "fake"},
+            "user": {"id": user, "username": "alice", "team_id": TEAM},
+            "api_app_id": APP_ID,
+            "token": "verification-token",
+            "trigger_id": f"trigger-{action_ts}",
+            "container": {
+                "type": "message",
+                "message_ts": message.ts,
+                "channel_id": message.channel,
+                "is_ephemeral": False,
+                **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
+            },
+            "channel": {"id": message.channel, "name": "general"},
+            "message": {
+                "type": "message",
+                "user": BOT_USER,
+                "bot_id": BOT_ID,
+                "ts": message.ts,
+                "text": message.text,
+                "blocks": message.blocks,
+                **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
+            },
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "block_id": "b",
+                    "value": value,
+                    "action_ts": action_ts,
+                }
+            ],
+        }
+        return await self.send_envelope("interactive", payload)
+
+    async def send_envelope(self, kind: str, payload: Json, retry: int = 0) -> Json:
+        envelope = {
+            "envelope_id": f"env-{next(self._serial)}",
+            "type": kind,
+            "accepts_response_payload": False,
+            "retry_attempt": retry,
+            "retry_reason": "timeout" if retry else "",
+            "payload": payload,
+        }
+        await self.connected()
+        assert self._ws is not None
+        await self._ws.send_json(envelope)
+        return envelope
+
+    async def redeliver(self, envelope: Json) -> Json:
+        """Slack's retry: the same event (same event_id) in a new envelope."""
+        return await self.send_envelope(
+            envelope["type"], envelope["payload"], envelope["retry_attempt"] + 1
+        )
+
+    async def acked(self, envelope: Json) -> None:
+        await self.wait_until(lambda: envelope["envelope_id"] in self.acks)
+
+    # --- the server ------------------------------------------------------------------
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self._ws = ws
+        await ws.send_json({"type": "hello", "num_connections": 1})
+        async for frame in ws:
+            if frame.type == WSMsgType.TEXT:
+                envelope_id = json.loads(frame.data).get("envelope_id")
+                if envelope_id:
+                    self.acks.append(envelope_id)
+        return ws
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await _arguments(request)
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        self.calls.append(Call(method, args, token))
+        failure = self.failures.get(method)
+        if failure is not None:
+            failure.times -= 1
+            if failure.times <= 0:
+                del self.failures[method]
+            headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after else {}
+            return web.json_response(
+                {"ok": False, "error": failure.error}, status=failure.status, headers=headers
+            )
+        expected = self.app_token if method == "apps.connections.open" else self.bot_token
+        if token != expected:
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        if handler is None:
+            return web.json_response({"ok": False, "error": "unknown_method"}, status=404)
+        result: Json = handler(args)
+        return web.json_response({"ok": "error" not in result, **result})
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        self.uploads[request.match_info["file_id"]] = await request.read()
+        return web.Response(text="OK")
+
+    async def _file(self, request: web.Request) -> web.Response:
+        found = self.files.get(request.match_info["name"])
+        if request.headers.get("Authorization") != f"Bearer {self.bot_token}" or found is None:
+            # Slack answers an unauthorised url_private fetch with its sign-in page.
+            return web.Response(text="<html>sign in</html>", content_type="text/html")
+        return web.Response(body=found[0], content_type=found[1])
+
+    # --- Web API methods ---------------------------------------------------------------
+
+    def _m_auth_test(self, args: Json) -> Json:
+        return {"team_id": TEAM, "team": "fake", "user_id": BOT_USER, "bot_id": BOT_ID, "url": ""}
+
+    def _m_apps_connections_open(self, args: Json) -> Json:
+        return {"url": f"ws://127.0.0.1:{self._port}/socket"}
+
+    def _m_chat_postMessage(self, args: Json) -> Json:
+        error = check_message(args)
+        if error:
+            return {"error": error}
+        ts = self.new_ts()
+        channel, thread = str(args["channel"]), args.get("thread_ts") or None
+        blocks = _blocks(args)
+        self.messages[ts] = Posted(channel, ts, str(args.get("text") or ""), blocks, thread)
+        return {"channel": channel, "ts": ts, "message": {"ts": ts, "text": args.get("text")}}
+
+    def _m_chat_update(self, args: Json) -> Json:
+        posted = self.messages.get(str(args.get("ts")))
+        if posted is None or posted.deleted:
+            return {"error": "message_not_found"}
+        error = check_message(args)
+        if error:
+            return {"error": error}
+        posted.text, posted.blocks = str(args.get("text") or ""), _blocks(args)
+        return {"channel": posted.channel, "ts": posted.ts}
+
+    def _m_chat_delete(self, args: Json) -> Json:
+        posted = self.messages.get(str(args.get("ts")))
+        if posted is None or posted.deleted:
+            return {"error": "message_not_found"}
+        posted.deleted = True
+        return {"channel": posted.channel, "ts": posted.ts}
+
+    def _m_chat_postEphemeral(self, args: Json) -> Json:
+        if not args.get("user") or not args.get("channel"):
+            return {"error": "invalid_arguments"}
+        return {"message_ts": self.new_ts()}
+
+    def _m_reactions_add(self, args: Json) -> Json:
+        return {}
+
+    def _m_reactions_remove(self, args: Json) -> Json:
+        return {}
+
+    def _m_views_open(self, args: Json) -> Json:
+        return {"view": {"id": f"V{next(self._serial)}"}}
+
+    def _m_users_info(self, args: Json) -> Json:
+        user = str(args.get("user"))
+        return {"user": {"id": user, "name": user.lower(), "real_name": user}}
+
+    def _m_files_getUploadURLExternal(self, args: Json) -> Json:
+        file_id = f"F{next(self._serial)}"
+        return {"upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
+
+    def _m_files_completeUploadExternal(self, args: Json) -> Json:
+        files = json.loads(str(args.get("files") or "[]"))
+        if any(f["id"] not in self.uploads for f in files):
+            return {"error": "file_not_found"}
+        return {"files": [{"id": f["id"], "title": f.get("title")} for f in files]}
+
+    def _m_files_delete(self, args: Json) -> Json:
+        if self.uploads.pop(str(args.get("file")), None) is None:
+            return {"error": "file_not_found"}
+        return {}
+
+
+async def _arguments(request: web.Request) -> Json:
+    args: Json = dict(request.query)
+    if request.content_type == "application/json":
+        args.update(await request.json())
+    elif request.can_read_body:
+        args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+    return args
+
+
+def _blocks(args: Json) -> list[Json]:
+    blocks = args.get("blocks") or []
+    return list(json.loads(blocks) if isinstance(blocks, str) else blocks)
+
+
+def check_message(args: Json) -> str:
+    """Slack's answer to a message over its limits ("" when it is fine)."""
+    if len(str(args.get("text") or "")) > 40_000:
+        return "msg_too_long"
+    blocks = _blocks(args)
+    if not blocks and not args.get("text"):
+        return "no_text"
+    return "" if _blocks_ok(blocks) else "invalid_blocks"
+
+
+def _blocks_ok(blocks: list[Json]) -> bool:
+    if len(blocks) > 50:
+        return False
+    markdown = sum(len(b.get("text", "")) for b in blocks if b.get("type") == "markdown")
+    action_ids = [e.get("action_id") for b in blocks for e in b.get("elements", [])]
+    if markdown > 12_000 or len(action_ids) != len(set(action_ids)):
+        return False
+    return all(_block_ok(b) for b in blocks)
+
+
+def _block_ok(block: Json) -> bool:
+    kind = block.get("type")
+    if kind == "markdown":
+        return bool(block.get("text"))
+    if kind == "section":
+        text = block.get("text") or {}
+        return (
+            text.get("type") in ("plain_text", "mrkdwn") and 0 < len(text.get("text", "")) <= 3000
+        )
+    if kind == "actions":
+        elements = block.get("elements") or []
+        return 0 < len(elements) <= 25 and all(_button_ok(e) for e in elements)
+    return kind in ("context", "divider", "header", "rich_text")
+
+
+def _button_ok(element: Json) -> bool:
+    label = (element.get("text") or {}).get("text", "")
+    return (
+        element.get("type") == "button"
+        and 0 < len(label) <= 75
+        and 0 < len(element.get("action_id", "")) <= 255
+        and len(element.get("value", "")) <= 2000
+    )
+
+
+def _button_value(blocks: list[Json], action_id: str) -> str:
+    for block in blocks:
+        for element in block.get("elements", []):
+            if element.get("action_id") == action_id:
+                return str(element.get("value", ""))
+    raise KeyError(action_id)

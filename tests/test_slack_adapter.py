@@ -1,0 +1,434 @@
+"""The Slack adapter with the real slack_sdk and bolt against the fake Slack:
+Web API calls, error mapping, and Socket Mode delivery (acked, once per event)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import socket
+import time
+from typing import TYPE_CHECKING
+
+import aiohttp
+import anyio
+import pytest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.adapter import SlackAdapter
+from adapters.slack.convert import Identity
+from adapters.slack.runner import run_slack, slack_intake
+from adapters.slack.settings import SlackSettings
+from bridge.model import (
+    BadFormatting,
+    Button,
+    ChatRef,
+    Image,
+    MessageGone,
+    MessageRef,
+    PlatformError,
+    RateLimited,
+    TooLong,
+    TransientError,
+)
+from bridge.options import AgentOptions, BridgeOptions
+from bridge.store import open_store
+from tests.support.fake_slack import ALICE, BOT_ID, BOT_USER, CHANNEL, TEAM, FakeSlack
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from bridge.model import Inbound
+
+pytestmark = pytest.mark.anyio
+
+THREAD = ChatRef(CHANNEL, "1700000000.000001")
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # slack_sdk reads the proxy variables and ignores NO_PROXY (PITFALLS.md).
+    for name in PROXY_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def adapter(slack: FakeSlack) -> SlackAdapter:
+    return SlackAdapter(AsyncWebClient(token=slack.bot_token, base_url=slack.base_url))
+
+
+async def test_a_message_is_posted_in_the_thread_without_unfurling(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    ref = await adapter.send(THREAD, "**hello**", markup="formatted")
+    call = slack.called("chat.postMessage")[0]
+    assert call.args["thread_ts"] == THREAD.thread_id
+    assert call.args["unfurl_links"] is False
+    assert call.args["unfurl_media"] is False
+    assert slack.messages[ref.message_id].blocks == [{"type": "markdown", "text": "**hello**"}]
+    assert ref.chat == THREAD
+
+
+async def test_buttons_arrive_as_block_kit_actions(slack: FakeSlack, adapter: SlackAdapter) -> None:
+    keyboard = ((Button("Yes", "tok-yes"), Button("No", "tok-no")),)
+    ref = await adapter.send(THREAD, "Allow?", buttons=keyboard)
+    actions = [b for b in slack.messages[ref.message_id].blocks if b["type"] == "actions"]
+    assert [e["value"] for e in actions[0]["elements"]] == ["tok-yes", "tok-no"]
+
+
+async def test_an_edit_replaces_text_and_removes_buttons(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    ref = await adapter.send(THREAD, "Allow?", buttons=((Button("Yes", "t"),),))
+    await adapter.edit(ref, "Allowed by alice")
+    posted = slack.messages[ref.message_id]
+    assert posted.text == "Allowed by alice"
+    assert [b["type"] for b in posted.blocks] == ["section"]
+
+
+async def test_editing_or_deleting_a_vanished_message_says_it_is_gone(
+    adapter: SlackAdapter,
+) -> None:
+    ghost = MessageRef(THREAD, "1.000000")
+    with pytest.raises(MessageGone):
+        await adapter.edit(ghost, "x")
+    with pytest.raises(MessageGone):
+        await adapter.delete(ghost)
+
+
+async def test_a_deleted_message_is_gone(slack: FakeSlack, adapter: SlackAdapter) -> None:
+    ref = await adapter.send(THREAD, "working…")
+    await adapter.delete(ref)
+    assert slack.messages[ref.message_id].deleted
+
+
+async def test_a_press_is_answered_privately_to_the_presser(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    await adapter.answer_press(f"{CHANNEL}|{ALICE}|{THREAD.thread_id}", "not allowed", alert=True)
+    call = slack.called("chat.postEphemeral")[0]
+    assert (call.args["channel"], call.args["user"]) == (CHANNEL, ALICE)
+    assert call.args["thread_ts"] == THREAD.thread_id
+    await adapter.answer_press(f"{CHANNEL}|{ALICE}|", "")
+    assert len(slack.called("chat.postEphemeral")) == 1
+
+
+async def test_an_upload_lands_in_the_thread_and_can_be_deleted(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    ref = await adapter.upload(THREAD, "output.txt", b"lots of output", caption="bash output")
+    file_id = ref.message_id.removeprefix("file:")
+    assert slack.uploads[file_id] == b"lots of output"
+    done = slack.called("files.completeUploadExternal")[0]
+    assert done.args["channel_id"] == CHANNEL
+    assert done.args["thread_ts"] == THREAD.thread_id
+    await adapter.delete(ref)
+    assert file_id not in slack.uploads
+
+
+async def test_a_429_becomes_rate_limited_with_slacks_retry_after(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    slack.fail("chat.postMessage", "ratelimited", status=429, retry_after=7)
+    with pytest.raises(RateLimited) as caught:
+        await adapter.send(THREAD, "hi")
+    assert caught.value.retry_after == 7.0
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "markup", "expected"),
+    [
+        ("invalid_blocks", 200, "formatted", BadFormatting),
+        ("invalid_blocks", 200, "plain", TooLong),
+        ("msg_too_long", 200, "plain", TooLong),
+        ("internal_error", 500, "plain", TransientError),
+        ("channel_not_found", 200, "plain", PlatformError),
+    ],
+)
+async def test_slack_errors_become_platform_errors(
+    slack: FakeSlack,
+    adapter: SlackAdapter,
+    error: str,
+    status: int,
+    markup: str,
+    expected: type[PlatformError],
+) -> None:
+    slack.fail("chat.postMessage", error, status=status)
+    with pytest.raises(expected):
+        await adapter.send(THREAD, "hi", markup=markup)  # type: ignore[arg-type]
+
+
+async def test_blocks_over_slacks_limits_are_refused_as_slack_does(
+    adapter: SlackAdapter,
+) -> None:
+    with pytest.raises(BadFormatting):
+        await adapter.send(THREAD, "x" * 13_000, markup="formatted")
+
+
+async def test_an_unreachable_slack_is_a_transient_error() -> None:
+    async with FakeSlack() as gone:
+        base_url = gone.base_url
+    adapter = SlackAdapter(AsyncWebClient(token="xoxb-fake", base_url=base_url))
+    with pytest.raises(TransientError):
+        await adapter.send(THREAD, "hi")
+
+
+async def test_identity_and_private_image_downloads(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    assert await adapter.identity() == Identity(TEAM, BOT_USER, BOT_ID)
+    url = slack.add_file(b"\x89PNG...", "image/png")
+    assert await adapter.download(url) == (b"\x89PNG...", "image/png")
+    stranger = SlackAdapter(AsyncWebClient(token="xoxb-wrong", base_url=slack.base_url))
+    assert await stranger.download(url) is None
+
+
+# --- Socket Mode ----------------------------------------------------------------------
+
+
+class Recorder:
+    """Stands in for the bridge: records what it is handed."""
+
+    def __init__(self) -> None:
+        self.inbounds: list[Inbound] = []
+
+    async def handle(self, inbound: Inbound) -> None:
+        self.inbounds.append(inbound)
+
+    async def count(self, n: int) -> None:
+        with anyio.fail_after(10):
+            while len(self.inbounds) < n:  # noqa: ASYNC110 (polls the recorder)
+                await anyio.sleep(0.01)
+
+
+@pytest.fixture
+def settings(slack: FakeSlack) -> SlackSettings:
+    return SlackSettings(
+        bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.base_url
+    )
+
+
+async def test_socket_mode_delivers_a_mention_once_despite_redelivery(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        first = await slack.mention("fix the build")
+        await bridge.count(1)
+        again = await slack.redeliver(first)
+        await slack.acked(first)
+        await slack.acked(again)
+        await slack.mention("a second one")
+        await bridge.count(2)
+    texts = [i.text for i in bridge.inbounds]
+    assert texts == ["fix the build", "a second one"]
+    ts = first["payload"]["event"]["ts"]
+    assert bridge.inbounds[0].key == f"slack:{TEAM}:{CHANNEL}:{ts}"
+    assert bridge.inbounds[0].chat == ChatRef(CHANNEL, ts)
+
+
+async def test_replies_in_a_started_thread_follow_and_others_do_not(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        root = (await slack.mention("start"))["payload"]["event"]["ts"]
+        await bridge.count(1)
+        await slack.thread_message("someone else's thread", "1600000000.000001")
+        await slack.thread_message("!stop", root)
+        await bridge.count(2)
+    assert [i.text for i in bridge.inbounds] == ["start", "!stop"]
+    assert bridge.inbounds[1].key == bridge.inbounds[0].key
+
+
+async def test_a_thread_the_store_knows_is_followed_after_a_restart(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    known = f"slack:{TEAM}:{CHANNEL}:1600000000.000009"
+
+    async def owns(key: str) -> bool:
+        return key == known
+
+    async with slack_intake(settings, bridge, adapter, owns):
+        await slack.thread_message("still there?", "1600000000.000009")
+        await bridge.count(1)
+    assert bridge.inbounds[0].key == known
+
+
+async def test_a_button_press_is_acked_and_delivered_with_its_token(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    ref = await adapter.send(THREAD, "Allow?", buttons=((Button("Yes", "tok-yes"),),))
+    async with slack_intake(settings, bridge, adapter):
+        envelope = await slack.press(ref.message_id, "pi_bridge:0.0")
+        await slack.acked(envelope)
+        await bridge.count(1)
+    press = bridge.inbounds[0].press
+    assert press is not None
+    assert press.token == "tok-yes"
+    assert press.message == ref
+    await adapter.answer_press(press.press_id, "done")
+    assert slack.called("chat.postEphemeral")[0].args["user"] == ALICE
+
+
+async def test_a_photo_in_a_dm_arrives_as_an_image(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    url = slack.add_file(b"\x89PNG...", "image/png")
+    files = [{"id": "F9", "mimetype": "image/png", "url_private": url}]
+    async with slack_intake(settings, bridge, adapter):
+        await slack.deliver_event(
+            {
+                "type": "message",
+                "subtype": "file_share",
+                "channel_type": "im",
+                "channel": "D0DM",
+                "user": ALICE,
+                "text": "what is this?",
+                "ts": slack.new_ts(),
+                "files": files,
+            }
+        )
+        await bridge.count(1)
+    assert bridge.inbounds[0].images == (Image(b"\x89PNG...", "image/png"),)
+    assert bridge.inbounds[0].key == f"slack:{TEAM}:D0DM"
+
+
+async def test_the_bots_own_messages_never_reach_the_bridge_as_prompts(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        root = (await slack.mention("start"))["payload"]["event"]["ts"]
+        await bridge.count(1)
+        own = {
+            "type": "message",
+            "channel_type": "channel",
+            "channel": CHANNEL,
+            "user": BOT_USER,
+            "bot_id": BOT_ID,
+            "text": "working…",
+            "ts": slack.new_ts(),
+            "thread_ts": root,
+        }
+        envelope = await slack.deliver_event(own)
+        await slack.acked(envelope)
+        await slack.thread_message("next", root)
+        await bridge.count(2)
+    assert all(not i.from_self for i in bridge.inbounds)
+    assert [i.text for i in bridge.inbounds] == ["start", "next"]
+
+
+# --- HTTP mode and settings -----------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def signed(secret: str, body: bytes, retry: int | None = None) -> dict[str, str]:
+    stamp = str(int(time.time()))
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest.hexdigest()}",
+    }
+    if retry is not None:
+        headers["X-Slack-Retry-Num"] = str(retry)
+    return headers
+
+
+async def test_http_mode_verifies_signatures_and_drops_retries(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    secret = "signing-secret"
+    port = free_port()
+    settings = SlackSettings(
+        bot_token=slack.bot_token,
+        signing_secret=secret,
+        api_base_url=slack.base_url,
+        http_port=port,
+        http_host="127.0.0.1",
+    )
+    event = {"type": "app_mention", "user": ALICE, "text": f"<@{BOT_USER}> hi", "ts": "5.1"}
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": TEAM,
+            "api_app_id": "A0APP",
+            "event_id": "EvHTTP1",
+            "event": {**event, "channel": CHANNEL},
+        }
+    ).encode()
+    url = f"http://127.0.0.1:{port}/slack/events"
+    bridge = Recorder()
+    async with (
+        slack_intake(settings, bridge, adapter),
+        aiohttp.ClientSession() as http,
+    ):
+        async with http.post(url, data=body, headers=signed("wrong", body)) as forged:
+            assert forged.status == 401
+        async with http.post(url, data=body, headers=signed(secret, body)) as first:
+            assert first.status == 200
+        async with http.post(url, data=body, headers=signed(secret, body, retry=1)) as retry:
+            assert retry.status == 200
+        await bridge.count(1)
+        await anyio.sleep(0.2)
+    assert [i.text for i in bridge.inbounds] == ["hi"]
+
+
+def test_settings_come_from_the_documented_environment_names() -> None:
+    settings = SlackSettings.from_env(
+        {
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_APP_TOKEN": "xapp-1",
+            "SLACK_API_BASE_URL": "http://127.0.0.1:9/api/",
+            "SLACK_ALLOWED_USERS": "U1, U2",
+            "SLACK_APPROVERS": "U1",
+        }
+    )
+    assert settings.socket_mode
+    assert settings.allowed_users == frozenset({"U1", "U2"})
+    assert settings.approvers == frozenset({"U1"})
+    assert "xoxb" not in repr(settings)
+    with pytest.raises(ValueError, match="SLACK_APP_TOKEN"):
+        SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-1"})
+
+
+async def test_run_slack_refuses_a_stranger_politely_without_agent_work(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    settings = SlackSettings(
+        bot_token=slack.bot_token,
+        app_token=slack.app_token,
+        api_base_url=slack.base_url,
+        allowed_users=frozenset({ALICE}),
+    )
+    # An agent that cannot start: the test fails if the bridge tries to.
+    agent = AgentOptions(argv=("/nonexistent/pi",), env={})
+    store = await open_store("sqlite", tmp_path)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_slack, settings, BridgeOptions(tmp_path, agent), store)
+            await slack.dm("let me in", user="U0EVE")
+            refusal = await slack.wait_for("chat.postMessage")
+            tg.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+    assert "not allowed" in refusal.args["text"]
+    assert refusal.args["channel"] == "D0DM"

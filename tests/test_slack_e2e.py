@@ -1,0 +1,160 @@
+"""Slack end to end: fake Slack (Socket Mode + Web API) → bolt → SlackAdapter →
+Bridge → real pi agent (against the scripted fake LLM) → back into the thread.
+
+Assertions are on what the Slack thread shows, as a user would see it."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import pytest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.adapter import SlackAdapter
+from adapters.slack.runner import PREFIXES, slack_intake
+from adapters.slack.settings import SlackSettings
+from bridge.model import PlatformLimits
+from bridge.service import Bridge
+from bridge.store import open_store
+from tests.support.agents import AGENT_VERSIONS
+from tests.support.bridge_harness import options
+from tests.support.fake_llm import Reply, ToolCall
+from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from tests.support.agents import AgentHome
+    from tests.support.fake_llm import FakeLLM
+    from tests.support.fake_slack import Posted
+
+pytestmark = [pytest.mark.anyio, pytest.mark.agent]
+
+# Fast platform: these tests watch behaviour, not Slack's pacing.
+LIMITS = PlatformLimits(
+    max_text=12_000, max_button_data=2_000, edit_interval=0.2, chat_rate=100.0, global_rate=1000.0
+)
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+WAIT = 30.0
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARS:  # slack_sdk ignores NO_PROXY (PITFALLS.md)
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(params=AGENT_VERSIONS)
+def version(request: pytest.FixtureRequest) -> str:
+    from tests.conftest import require_agent
+
+    require_agent(request.param)
+    return str(request.param)
+
+
+@contextlib.asynccontextmanager
+async def slack_bridge(home: AgentHome, version: str, tmp_path: Path) -> AsyncIterator[FakeSlack]:
+    opts = options(
+        tmp_path / "data", home.argv(version), home.env(), allowed_users=frozenset({ALICE})
+    )
+    store = await open_store("sqlite", opts.data_dir)
+    try:
+        async with FakeSlack() as slack:
+            settings = SlackSettings(
+                bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.base_url
+            )
+            client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
+            adapter = SlackAdapter(client, limits=LIMITS)
+
+            async def owns(key: str) -> bool:
+                return await store.get_conversation(key) is not None
+
+            async with (
+                Bridge(adapter, store, opts, prefixes=PREFIXES) as bridge,
+                slack_intake(settings, bridge, adapter, owns),
+            ):
+                yield slack
+    finally:
+        await store.aclose()
+
+
+def find(slack: FakeSlack, thread: str | None, text: str) -> Posted | None:
+    for message in reversed(list(slack.messages.values())):
+        if not message.deleted and message.thread_ts == thread and text in message.visible:
+            return message
+    return None
+
+
+async def until_shown(slack: FakeSlack, thread: str | None, text: str) -> Posted:
+    await slack.wait_until(lambda: find(slack, thread, text) is not None, WAIT)
+    found = find(slack, thread, text)
+    assert found is not None
+    return found
+
+
+async def test_a_mention_starts_a_thread_and_streams_the_answer_into_it(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    answer = "Hello from the agent, streamed into the thread one word after another."
+    fake_llm.add("hello", Reply(text=answer, delay=0.05))
+    async with slack_bridge(agent_home, version, tmp_path) as slack:
+        root = (await slack.mention("hello there"))["payload"]["event"]["ts"]
+        reply = await until_shown(slack, root, answer)
+        await until_shown(slack, root, "done")
+        assert any(c.args.get("ts") == reply.ts for c in slack.called("chat.update"))
+        assert all(m.thread_ts == root for m in slack.messages.values())
+        follow = "FOLLOW-KIWI"
+        fake_llm.add(follow, Reply(text="Kiwi noted."))
+        await slack.thread_message(f"{follow} please", root)
+        await until_shown(slack, root, "Kiwi noted.")
+    assert sum(1 for r in fake_llm.requests if "hello there" in r.last_user_text) == 1
+
+
+async def test_bang_stop_in_the_thread_ends_a_run(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "slowly",
+        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})]),
+        Reply(text="Should not get here."),
+    )
+    async with slack_bridge(agent_home, version, tmp_path) as slack:
+        root = (await slack.mention("do it slowly"))["payload"]["event"]["ts"]
+        await until_shown(slack, root, "bash")
+        await slack.thread_message("!stop", root)
+        await until_shown(slack, root, "stopped")
+        assert find(slack, root, "Should not get here.") is None
+
+
+async def test_the_stop_button_ends_a_run(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "slowly",
+        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})]),
+        Reply(text="Should not get here."),
+    )
+    async with slack_bridge(agent_home, version, tmp_path) as slack:
+        root = (await slack.mention("do it slowly"))["payload"]["event"]["ts"]
+        await until_shown(slack, root, "bash")
+        status = await until_shown(slack, root, "Stop")
+        button = next(
+            e["action_id"]
+            for b in status.blocks
+            for e in b.get("elements", [])
+            if "Stop" in e["text"]["text"]
+        )
+        await slack.acked(await slack.press(status.ts, button))
+        await until_shown(slack, root, "stopped")
+
+
+async def test_a_direct_message_is_its_own_conversation_outside_threads(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("privately", Reply(text="Answered in the DM."))
+    async with slack_bridge(agent_home, version, tmp_path) as slack:
+        await slack.dm("answer me privately")
+        answer = await until_shown(slack, None, "Answered in the DM.")
+        assert answer.channel == DM_CHANNEL
