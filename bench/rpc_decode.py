@@ -15,13 +15,22 @@ does, `feed` on 64 KiB chunks with each record decoded as it comes out. Each is 
 up once, then the best of `--repeat` runs counts. A ratio is bare time / that path's
 time: above 1 the path is faster than bare `json.loads`.
 
+glibc's malloc adapts its thresholds to what the process frees: once a large block is
+freed it keeps freed memory instead of handing it back to the kernel after every run.
+Left alone, whichever path first frees such a block decides whether every later run of
+every path pays ~3,000 page faults (a quarter of bare's time), so the timings measured
+the allocator's history more than the code. The script pins the two thresholds where
+glibc's own adjustment puts them in a long-running process (`--malloc-default` leaves
+them alone).
+
 Run from the repository root: `.venv/bin/python bench/rpc_decode.py [--deltas N]
-[--repeat N] [--json]` (or `python -m bench.rpc_decode`).
+[--repeat N] [--malloc-default] [--json]` (or `python -m bench.rpc_decode`).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -190,8 +199,8 @@ def bare(stream: bytes) -> int:
 
 
 def typed(stream: bytes) -> int:
-    # One feed holds every record of the stream at once (about twice its size in
-    # short-lived copies); the client never does that, see `streamed`.
+    # One feed holds every record of the stream at once (one copy of each next to the
+    # stream itself); the client never does that, see `streamed`.
     splitter = LineSplitter()
     n = 0
     for frame in [*splitter.feed(stream), *splitter.close()]:
@@ -235,6 +244,27 @@ def _chunks(stream: bytes) -> list[bytes]:
 
 
 # --- measuring ----------------------------------------------------------------------
+
+# mallopt(3) parameters; the values are where glibc's dynamic adjustment ends up on
+# 64-bit: the largest mmap threshold, and a trim threshold of twice that.
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+PINNED_MMAP = 32 * 1024 * 1024
+PINNED_TRIM = 2 * PINNED_MMAP
+
+
+def pin_malloc() -> str:
+    """Fix glibc's mmap and trim thresholds for the rest of the process; say what was done."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return "default (no mallopt)"
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    if mallopt(M_MMAP_THRESHOLD, PINNED_MMAP) != 1 or mallopt(M_TRIM_THRESHOLD, PINNED_TRIM) != 1:
+        return "default (mallopt refused)"
+    return f"pinned (mmap {PINNED_MMAP >> 20} MiB, trim {PINNED_TRIM >> 20} MiB)"
+
 
 PATHS = (
     ("bare", "split + json.loads"),
@@ -315,7 +345,7 @@ def table(results: list[ShapeResult]) -> str:
     return "\n".join(lines)
 
 
-def environment() -> dict[str, str]:
+def environment(malloc: str) -> dict[str, str]:
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
     return {
         "python": platform.python_version(),
@@ -323,11 +353,12 @@ def environment() -> dict[str, str]:
         "pydantic-core": pydantic_core.__version__,
         "cpus": str(len(cpus) or os.cpu_count()),
         "machine": platform.machine(),
+        "malloc": malloc,
     }
 
 
-def report(results: list[ShapeResult], repeat: int) -> str:
-    lines = [" ".join(f"{k} {v}," for k, v in environment().items()).rstrip(",")]
+def report(results: list[ShapeResult], repeat: int, malloc: str) -> str:
+    lines = [" ".join(f"{k} {v}," for k, v in environment(malloc).items()).rstrip(",")]
     for r in results:
         lines.append(
             f"{r.shape} stream ({r.source}): {r.deltas} deltas, {r.bytes / MB:.2f} MB, "
@@ -342,16 +373,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument("--deltas", type=int, default=2000, help="text deltas (default 2000)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs (default 5)")
+    parser.add_argument(
+        "--malloc-default",
+        action="store_true",
+        help="leave glibc's malloc thresholds adaptive (timings then depend on run order)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
     if args.deltas < 1 or args.repeat < 1:
         parser.error("--deltas and --repeat must be positive")
+    malloc = "default" if args.malloc_default else pin_malloc()
     results = [measure(shape, args.deltas, args.repeat) for shape in SHAPES]
     if args.json:
-        doc = {"environment": environment(), "repeat": args.repeat}
+        doc = {"environment": environment(malloc), "repeat": args.repeat}
         print(json.dumps({**doc, "results": [asdict(r) for r in results]}, indent=2))
     else:
-        print(report(results, args.repeat))
+        print(report(results, args.repeat, malloc))
 
 
 if __name__ == "__main__":

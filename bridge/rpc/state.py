@@ -147,9 +147,11 @@ class RunState:
         if isinstance(event, AgentSettled):
             return self._end() if self.busy else None
         if isinstance(event, AutoRetryStart):
+            # Announced after the settle grace, a retry revives a run already ended.
+            revived = self.phase is Phase.IDLE
             self.phase = Phase.RETRYING
             self.retry_attempt = event.attempt
-            return None
+            return RunChange.STARTED if revived else None
         if isinstance(event, AutoRetryEnd):
             self.retry_attempt = 0
             return None
