@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from bridge.model import Adapter, ChatRef, MessageRef, Op, PlatformLimits
 
 log = logging.getLogger("bridge.outbox")
+# Platforms time edits on their side: a call that starts exactly one interval
+# after the last can arrive a hair early and draw a 429 (seen with a strict fake).
+EDIT_MARGIN = 0.05
 
 ELLIPSIS: Final = "…"
 
@@ -258,7 +261,7 @@ class Outbox:
             ready = max(ready, lane.next_call_at)
         placed = self._slot_map(head.key).get(head.op.slot) if isinstance(head.op, Edit) else None
         if placed is not None:
-            ready = max(ready, placed.written_at + self._limits.edit_interval)
+            ready = max(ready, placed.written_at + self._limits.edit_interval + EDIT_MARGIN)
         return ready
 
     async def _carry_out(self, lane: Lane, entry: Entry) -> None:

@@ -141,6 +141,7 @@ class AgentClient:
         self._stderr = bytearray()
         self._stderr_done = anyio.Event()
         self._exited = anyio.Event()
+        self._reader_gone = anyio.Event()  # the stdout reader finished or was cancelled
         self._exit: AgentExited | None = None
         self._closing = False
         self._swallow_parse = 0
@@ -206,8 +207,10 @@ class AgentClient:
                     pass  # the agent is going away anyway
         self._closing = True
         await terminate_group(self._process)
+        # Let the reader report the exit (AgentGone), unless it was cancelled with
+        # its caller (a reap): then nobody would ever set `_exited`.
         with anyio.move_on_after(1):
-            await self._exited.wait()
+            await self._reader_gone.wait()
 
     @property
     def pid(self) -> int:
@@ -448,14 +451,17 @@ class AgentClient:
         assert self._process.stdout is not None
         splitter = LineSplitter(self._max_record)
         try:
-            async for chunk in self._process.stdout:
-                for frame in splitter.feed(chunk):
-                    await self._dispatch(frame)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
-        for frame in splitter.close():
-            await self._dispatch(frame)
-        await self._on_exit()
+            try:
+                async for chunk in self._process.stdout:
+                    for frame in splitter.feed(chunk):
+                        await self._dispatch(frame)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+            for frame in splitter.close():
+                await self._dispatch(frame)
+            await self._on_exit()
+        finally:
+            self._reader_gone.set()
 
     async def _drain_stderr(self) -> None:
         assert self._process is not None

@@ -1,0 +1,12 @@
+"""Telegram: python-telegram-bot lives only in this package.
+
+`convert` (updates → `Inbound`, pure), `format` (Markdown → MarkdownV2, split),
+`adapter` (`TelegramAdapter`, the bridge's `Adapter` on PTB's `Bot`), `runner`
+(`serve`: long polling into `Bridge.handle`), `settings` (`TelegramSettings`).
+"""
+
+from adapters.telegram.adapter import TelegramAdapter
+from adapters.telegram.runner import serve
+from adapters.telegram.settings import TelegramSettings
+
+__all__ = ["TelegramAdapter", "TelegramSettings", "serve"]

@@ -1,0 +1,212 @@
+"""`TelegramAdapter`: the bridge's `Adapter` protocol on python-telegram-bot's `Bot`.
+
+It only calls the Bot API and translates: `Keyboard` → inline keyboards whose
+callback_data is the button's opaque token, `Markup` → parse mode, and
+`telegram.error` → the bridge's `PlatformError` tree (at the boundary, always
+``raise … from exc``). Pacing is the outbox's job (PITFALLS.md: PTB's
+`AIORateLimiter` has no per-chat edit limit and on a 429 holds back every chat),
+so no rate limiter is installed here; `limits` tells the outbox the numbers.
+
+PTB rewrites error texts ("Bad Request: " dropped, first letter capitalized), so
+descriptions are matched case-insensitively on a fragment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.constants import (
+    FloodLimit,
+    InlineKeyboardButtonLimit,
+    MessageLimit,
+    ParseMode,
+)
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+
+from adapters.telegram.format import format_markdown
+from bridge.model import (
+    BadFormatting,
+    MessageGone,
+    MessageRef,
+    NotModified,
+    PlatformError,
+    PlatformLimits,
+    RateLimited,
+    TooLong,
+    TransientError,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from telegram import Bot, Message
+
+    from bridge.model import ChatRef, Keyboard, Markup
+
+log = logging.getLogger(__name__)
+
+# Bot API FAQ: ~1 message/s per chat, 20 per minute in a group, ~30/s overall.
+PRIVATE_LIMITS = PlatformLimits(
+    max_text=int(MessageLimit.MAX_TEXT_LENGTH),
+    max_caption=int(MessageLimit.CAPTION_LENGTH),
+    max_button_data=int(InlineKeyboardButtonLimit.MAX_CALLBACK_DATA),
+    edit_interval=1.0,
+    chat_rate=float(FloodLimit.MESSAGES_PER_SECOND_PER_CHAT),
+    global_rate=float(FloodLimit.MESSAGES_PER_SECOND),
+)
+GROUP_LIMITS = PlatformLimits(
+    max_text=PRIVATE_LIMITS.max_text,
+    max_caption=PRIVATE_LIMITS.max_caption,
+    max_button_data=PRIVATE_LIMITS.max_button_data,
+    edit_interval=3.0,  # docs/design.md: ≥3 s between edits in groups
+    chat_rate=FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP / 60,
+    global_rate=PRIVATE_LIMITS.global_rate,
+)
+
+# Fragments of Bot API error descriptions, lower-cased, → the bridge's error.
+_BAD_REQUESTS: tuple[tuple[str, type[PlatformError]], ...] = (
+    ("message is not modified", NotModified),
+    ("can't parse entities", BadFormatting),
+    ("can't find end of the entity", BadFormatting),
+    ("message to edit not found", MessageGone),
+    ("message to delete not found", MessageGone),
+    ("message can't be edited", MessageGone),
+    ("message can't be deleted", MessageGone),
+    ("query is too old", MessageGone),
+    ("message is too long", TooLong),
+    ("message_too_long", TooLong),
+    ("caption is too long", TooLong),
+)
+
+
+class TelegramAdapter:
+    """The `Adapter` for one bot; `bot` is initialized and shut down by its owner."""
+
+    def __init__(self, bot: Bot, *, paced_for_groups: bool = False) -> None:
+        self.bot = bot
+        self._limits = GROUP_LIMITS if paced_for_groups else PRIVATE_LIMITS
+
+    @property
+    def limits(self) -> PlatformLimits:
+        return self._limits
+
+    def format(self, markdown: str, limit: int) -> list[str]:
+        return format_markdown(markdown, limit)
+
+    async def send(
+        self,
+        chat: ChatRef,
+        text: str,
+        *,
+        markup: Markup = "plain",
+        buttons: Keyboard = (),
+        force_reply: bool = False,
+        silent: bool = False,
+    ) -> MessageRef:
+        # One reply_markup per message: ForceReply (the input dialog's reply box)
+        # wins over buttons; /stop still cancels such a dialog.
+        reply_markup: ForceReply | InlineKeyboardMarkup | None = (
+            ForceReply(selective=True) if force_reply else keyboard(buttons)
+        )
+        with platform_errors():
+            sent = await self.bot.send_message(
+                chat_id=chat.chat_id,
+                text=text,
+                parse_mode=_parse_mode(markup),
+                reply_markup=reply_markup,
+                message_thread_id=_thread(chat),
+                disable_notification=silent,
+            )
+        return _ref(chat, sent)
+
+    async def edit(
+        self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
+    ) -> None:
+        # Without reply_markup Telegram drops the keyboard: "replace text and buttons".
+        with platform_errors():
+            await self.bot.edit_message_text(
+                text=text,
+                chat_id=ref.chat.chat_id,
+                message_id=int(ref.message_id),
+                parse_mode=_parse_mode(markup),
+                reply_markup=keyboard(buttons),
+            )
+
+    async def delete(self, ref: MessageRef) -> None:
+        with platform_errors():
+            await self.bot.delete_message(chat_id=ref.chat.chat_id, message_id=int(ref.message_id))
+
+    async def upload(
+        self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
+    ) -> MessageRef:
+        with platform_errors():
+            sent = await self.bot.send_document(
+                chat_id=chat.chat_id,
+                document=data,
+                filename=filename,
+                caption=caption or None,
+                message_thread_id=_thread(chat),
+            )
+        return _ref(chat, sent)
+
+    async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
+        with platform_errors():
+            await self.bot.answer_callback_query(press_id, text=text or None, show_alert=alert)
+
+    async def typing(self, chat: ChatRef) -> None:
+        """Show "typing…" for ~5 s (optional: the bridge does not need it)."""
+        with platform_errors():
+            await self.bot.send_chat_action(chat.chat_id, "typing", message_thread_id=_thread(chat))
+
+
+def keyboard(buttons: Keyboard) -> InlineKeyboardMarkup | None:
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(b.label, callback_data=b.token) for b in row] for row in buttons]
+    )
+
+
+@contextlib.contextmanager
+def platform_errors() -> Iterator[None]:
+    """Translate `telegram.error` into the bridge's `PlatformError` tree."""
+    try:
+        yield
+    except RetryAfter as exc:
+        raise RateLimited(retry_seconds(exc)) from exc
+    except BadRequest as exc:
+        raise _bad_request(exc.message) from exc
+    except NetworkError as exc:  # TimedOut is a NetworkError
+        raise TransientError(str(exc)) from exc
+    except TelegramError as exc:  # Forbidden (blocked by the user), ChatMigrated, …
+        raise PlatformError(str(exc)) from exc
+
+
+def retry_seconds(exc: RetryAfter) -> float:
+    # PTB 22 gives an int unless PTB_TIMEDELTA is set (then a timedelta).
+    value: Any = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def _bad_request(description: str) -> PlatformError:
+    lowered = description.lower()
+    for fragment, error in _BAD_REQUESTS:
+        if fragment in lowered:
+            return error(description)
+    return PlatformError(description)
+
+
+def _parse_mode(markup: Markup) -> str | None:
+    return ParseMode.MARKDOWN_V2 if markup == "formatted" else None
+
+
+def _thread(chat: ChatRef) -> int | None:
+    return int(chat.thread_id) if chat.thread_id is not None else None
+
+
+def _ref(chat: ChatRef, message: Message) -> MessageRef:
+    return MessageRef(chat, str(message.message_id))

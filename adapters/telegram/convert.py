@@ -1,0 +1,174 @@
+"""Telegram updates (Bot API JSON) → `bridge.model.Inbound`. Pure: no I/O, no SDK.
+
+Conversation keys (docs/design.md): ``tg:<chat_id>`` for private chats and groups,
+``tg:<chat_id>:<message_thread_id>`` for forum topics. In groups, with the
+"mention" trigger, only messages that mention the bot, reply to it, or are
+commands are taken. ``/cmd@botname`` stays as text: the bridge router normalizes
+it against the bot's name. A photo is not fetched here: the result names the
+largest size's `file_id` and the caller downloads it.
+
+Invariant: `event_id` is ``tg:<update_id>``, so a redelivered update is dropped
+by the bridge's dedupe whatever its content.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
+
+if TYPE_CHECKING:
+    from adapters.telegram.settings import GroupTrigger
+
+Json = Mapping[str, Any]
+
+PHOTO_MIME = "image/jpeg"  # Telegram re-encodes every photo size as JPEG
+
+
+@dataclass(frozen=True, slots=True)
+class Me:
+    """What the conversion needs to know about the bot itself (from getMe)."""
+
+    id: int
+    username: str
+    group_trigger: GroupTrigger = "mention"
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """An update taken for the bridge; `file_id` is an image still to download."""
+
+    inbound: Inbound
+    file_id: str | None = None
+    mime_type: str = PHOTO_MIME
+
+
+def convert(update: Json, me: Me) -> Incoming | None:
+    """The bridge's view of one update, or None when it is not for the bridge."""
+    event_id = f"tg:{update['update_id']}"
+    if (query := update.get("callback_query")) is not None:
+        return _press(query, event_id, me)
+    for field, is_edit in (("message", False), ("edited_message", True)):
+        if (message := update.get(field)) is not None:
+            return _message(message, event_id, me, is_edit=is_edit)
+    return None  # channel posts, member updates, polls …: not conversations
+
+
+def chat_ref(message: Json) -> ChatRef:
+    """Where answers to `message` go: its chat, and its forum topic if it has one."""
+    chat_id = str(message["chat"]["id"])
+    if message.get("is_topic_message") and "message_thread_id" in message:
+        return ChatRef(chat_id, str(message["message_thread_id"]))
+    return ChatRef(chat_id)
+
+
+def conversation_key(chat: ChatRef) -> str:
+    return f"tg:{chat.chat_id}" if chat.thread_id is None else f"tg:{chat.chat_id}:{chat.thread_id}"
+
+
+def sender(user: Json | None) -> Sender:
+    if user is None:  # anonymous group admins and channels post without `from`
+        return Sender("", "anonymous")
+    name = " ".join(p for p in (user.get("first_name"), user.get("last_name")) if p)
+    return Sender(str(user["id"]), name or user.get("username", ""), bool(user.get("is_bot")))
+
+
+def _press(query: Json, event_id: str, me: Me) -> Incoming | None:
+    message = query.get("message")
+    if message is None or "chat" not in message:
+        return None  # a press on an inline-mode message: the bridge never sends those
+    chat = chat_ref(message)
+    ref = MessageRef(chat, str(message["message_id"]))
+    press = ButtonPress(token=query.get("data", ""), press_id=str(query["id"]), message=ref)
+    who = sender(query.get("from"))
+    inbound = Inbound(
+        conversation_key(chat), chat, who, event_id, press=press, from_self=_is_me(who, me)
+    )
+    return Incoming(inbound)
+
+
+def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming | None:
+    text = message.get("text") or message.get("caption") or ""
+    entities = message.get("entities") or message.get("caption_entities") or ()
+    if _is_group(message) and me.group_trigger == "mention":
+        if not _addressed(message, text, entities, me):
+            return None
+        text = _without_mention(text, me)
+    file_id, mime = _image(message)
+    if not text and file_id is None:
+        return None  # stickers, voice, joins …: nothing the agent can read
+    chat = chat_ref(message)
+    who = sender(message.get("from"))
+    replied = message.get("reply_to_message")
+    # In a forum every message "replies" to the topic's opening message: not a reply.
+    if replied is not None and replied.get("message_id") == message.get("message_thread_id"):
+        replied = None
+    inbound = Inbound(
+        key=conversation_key(chat),
+        chat=chat,
+        sender=who,
+        event_id=event_id,
+        text=text,
+        reply_to=str(replied["message_id"]) if replied is not None else None,
+        from_self=_is_me(who, me),
+        is_edit=is_edit,
+    )
+    return Incoming(inbound, file_id, mime)
+
+
+def _is_group(message: Json) -> bool:
+    return message["chat"].get("type") in ("group", "supergroup")
+
+
+def _is_me(who: Sender, me: Me) -> bool:
+    return who.is_bot and who.id == str(me.id)
+
+
+def _addressed(message: Json, text: str, entities: Any, me: Me) -> bool:
+    """A mention of the bot, a reply to the bot, or a command (for us or for everyone)."""
+    replied = message.get("reply_to_message")
+    if replied is not None and (replied.get("from") or {}).get("id") == me.id:
+        return bool(replied.get("message_id") != message.get("message_thread_id"))
+    for entity in entities:
+        piece = _utf16_slice(text, entity["offset"], entity["length"])
+        if entity["type"] == "mention" and piece[1:].lower() == me.username.lower():
+            return True
+        if entity["type"] == "text_mention" and (entity.get("user") or {}).get("id") == me.id:
+            return True
+        if entity["type"] == "bot_command" and entity["offset"] == 0:
+            target = piece.partition("@")[2]
+            return not target or target.lower() == me.username.lower()
+    return False
+
+
+def _without_mention(text: str, me: Me) -> str:
+    """The text without "@bot" where it only addresses the bot (not in "/cmd@bot")."""
+    if not me.username:
+        return text
+    pattern = re.compile(rf"(?<![\w/])@{re.escape(me.username)}\b[,:]?[ \t]*", re.IGNORECASE)
+    return pattern.sub("", text).strip()
+
+
+def _image(message: Json) -> tuple[str | None, str]:
+    sizes = message.get("photo") or ()
+    if sizes:
+        largest = max(sizes, key=_area)
+        return largest["file_id"], PHOTO_MIME
+    document = message.get("document") or {}
+    mime = str(document.get("mime_type", ""))
+    if mime.startswith("image/"):  # a photo sent "as file" keeps its quality
+        return document["file_id"], mime
+    return None, PHOTO_MIME
+
+
+def _utf16_slice(text: str, offset: int, length: int) -> str:
+    """Entity offsets count UTF-16 code units (Bot API), not Python characters."""
+    units = text.encode("utf-16-le")
+    return units[offset * 2 : (offset + length) * 2].decode("utf-16-le", errors="replace")
+
+
+def _area(size: Json) -> tuple[int, int]:
+    return int(size.get("width", 0)) * int(size.get("height", 0)), int(size.get("file_size", 0))

@@ -1,0 +1,65 @@
+"""Markdown → Telegram MarkdownV2, split into messages that fit.
+
+Conversion is telegramify-markdown's (a maintained CommonMark → MarkdownV2
+converter: it escapes every reserved character, so Telegram's "can't parse
+entities" should not happen; if it does the outbox resends the plain fallback).
+
+Splitting happens on the Markdown source (`bridge.textsplit.split_text`: at
+paragraphs, then lines, closing and reopening code fences), so each message
+renders on its own and the renderer's plain fallback pieces line up one to one.
+Length is measured after conversion, in UTF-16 code units as Telegram counts
+(MessageLimit.MAX_TEXT_LENGTH); a piece whose conversion is over the limit is
+split again, smaller, until it fits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import telegramify_markdown
+from telegram.constants import MessageLimit
+
+from bridge.textsplit import split_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+MAX_TEXT = int(MessageLimit.MAX_TEXT_LENGTH)
+
+
+def utf16_len(text: str) -> int:
+    """Telegram's length: UTF-16 code units (an emoji outside the BMP counts 2)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def to_markdown_v2(markdown: str) -> str:
+    """One piece of Markdown as MarkdownV2 (no length check)."""
+    return telegramify_markdown.markdownify(markdown).strip()
+
+
+def format_markdown(markdown: str, limit: int = MAX_TEXT) -> list[str]:
+    """MarkdownV2 messages of at most `limit` UTF-16 units each; `[]` for empty text."""
+    return _fit(markdown, limit, to_markdown_v2)
+
+
+def split_plain(text: str, limit: int = MAX_TEXT) -> list[str]:
+    """Plain-text messages of at most `limit` UTF-16 units (the fallback path)."""
+    return _fit(text, limit, lambda piece: piece)
+
+
+def _fit(text: str, limit: int, render: Callable[[str], str]) -> list[str]:
+    out: list[str] = []
+    pending = split_text(text, limit)[::-1]  # a stack: the next piece is last
+    while pending:
+        source = pending.pop()
+        rendered = render(source)
+        size = utf16_len(rendered)
+        if size <= limit:
+            if rendered.strip():
+                out.append(rendered)
+            continue
+        smaller = min(len(source) - 1, len(source) * limit // size - 1)
+        if smaller < 1:
+            raise ValueError(f"one character renders longer than {limit}")
+        pending.extend(split_text(source, smaller)[::-1])
+    return out

@@ -1,0 +1,182 @@
+"""Run one bot: PTB's `Bot`, a long-polling loop, and the bridge it feeds.
+
+`serve()` initializes the bot (getMe gives the bot's name for the router),
+clears any webhook *without* dropping pending updates (PITFALLS.md:
+`drop_pending_updates=True` loses what was sent while the bridge was down),
+registers the bridge's commands, opens the bridge, and polls until `stop`.
+
+Offsets: an update is confirmed (the next getUpdates' `offset`) only after
+`bridge.handle()` returned for it, so a crash redelivers instead of losing; the
+bridge drops redeliveries by `event_id`. This is why the loop is ours and not
+PTB's `Updater`, which confirms a batch as soon as it is queued. `handle()` only
+admits the message and returns (the agent's run goes on in the bridge's tasks).
+
+Shutdown is bounded: polling stops first, then the bridge drains (it still
+sends through the bot), then one last getUpdates with timeout 0 confirms what
+was handled, then the bot's HTTP clients close.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+from telegram import Bot, BotCommand, Update
+from telegram.error import InvalidToken, RetryAfter, TelegramError
+from telegram.request import HTTPXRequest
+
+from adapters.telegram.adapter import TelegramAdapter, retry_seconds
+from adapters.telegram.convert import Me, convert
+from bridge.model import Image
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from contextlib import AbstractAsyncContextManager
+
+    from adapters.telegram.settings import TelegramSettings
+    from bridge.model import Adapter, Inbound
+
+log = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
+SHUTDOWN_TIMEOUT = 5.0  # the final offset confirmation and closing the HTTP clients
+DOWNLOAD_TIMEOUT = 30.0  # one photo (getFile + download, ≤ 20 MB by Bot API rules)
+ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0)  # seconds between failing polls
+HTTP_POOL = 16  # the outbox calls concurrently for different chats
+
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("new", "start a new session"),
+    ("status", "what the agent is doing"),
+    ("model", "show or change the model"),
+    ("thinking", "show or change the thinking level"),
+    ("compact", "compact the session's context"),
+    ("fork", "fork from an earlier message"),
+    ("clone", "clone the session"),
+    ("name", "name the session"),
+    ("export", "export the session as HTML"),
+    ("commands", "the agent's own commands"),
+    ("queue", "show queued messages"),
+    ("stop", "stop the current run"),
+    ("later", "queue a message for after this run"),
+    ("steer", "steer the current run"),
+    ("help", "what the bridge understands"),
+)
+
+
+class Handler(Protocol):
+    async def handle(self, inbound: Inbound) -> None: ...
+
+
+def make_bot(settings: TelegramSettings) -> Bot:
+    request = HTTPXRequest(connection_pool_size=HTTP_POOL, pool_timeout=10.0)
+    return Bot(
+        settings.token,
+        base_url=settings.base_url,
+        base_file_url=settings.base_file_url,
+        request=request,
+        get_updates_request=HTTPXRequest(),
+    )
+
+
+async def serve(
+    settings: TelegramSettings,
+    # (adapter, bot_name) → e.g. `Bridge(adapter, store, options, bot_name=bot_name)`
+    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[Handler]],
+    *,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Serve the bot until `stop` is set (or this task is cancelled)."""
+    bot = make_bot(settings)
+    await bot.initialize()  # getMe: fails fast on a bad token
+    try:
+        me = Me(bot.id, bot.username, settings.group_trigger)
+        await bot.delete_webhook(drop_pending_updates=False)
+        await _register_commands(bot)
+        adapter = TelegramAdapter(bot, paced_for_groups=settings.paced_for_groups)
+        poller = Poller(bot, me, settings.poll_timeout)
+        # The task group closes (polling stops) before the bridge drains.
+        async with bridge_factory(adapter, bot.username) as bridge, anyio.create_task_group() as tg:
+            tg.start_soon(poller.run, bridge.handle)
+            if stop is not None:
+                await stop.wait()
+                tg.cancel_scope.cancel()
+        await poller.confirm()
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
+            await bot.shutdown()
+
+
+async def _register_commands(bot: Bot) -> None:
+    """The command menu is a convenience: a failure to set it must not stop the bot."""
+    try:
+        await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
+    except TelegramError as exc:
+        log.warning("could not set the command menu: %s", exc)
+
+
+@dataclasses.dataclass
+class Poller:
+    """getUpdates in a loop; `offset` moves past an update only once it is handled."""
+
+    bot: Bot
+    me: Me
+    timeout: int
+    offset: int | None = None
+    confirmed: int | None = None
+
+    async def run(self, handle: Callable[[Inbound], Awaitable[None]]) -> None:
+        failures = 0
+        while True:
+            try:
+                updates = await self.bot.get_updates(
+                    offset=self.offset, timeout=self.timeout, allowed_updates=ALLOWED_UPDATES
+                )
+            except InvalidToken:
+                raise  # no retry can help
+            except RetryAfter as exc:
+                await anyio.sleep(retry_seconds(exc))
+                continue
+            except TelegramError as exc:  # also Conflict: another poller, or a webhook set
+                delay = ERROR_BACKOFF[min(failures, len(ERROR_BACKOFF) - 1)]
+                failures += 1
+                log.warning("getUpdates failed (%s); retrying in %g s", exc, delay)
+                await anyio.sleep(delay)
+                continue
+            failures = 0
+            self.confirmed = self.offset
+            for update in updates:
+                await self.deliver(update, handle)
+                self.offset = update.update_id + 1
+
+    async def deliver(self, update: Update, handle: Callable[[Inbound], Awaitable[None]]) -> None:
+        """Convert, fetch the photo if any, hand to the bridge; never raises."""
+        try:
+            incoming = convert(update.to_dict(), self.me)
+            if incoming is None:
+                return
+            inbound = incoming.inbound
+            if incoming.file_id is not None:
+                data = await self._download(incoming.file_id)
+                image = Image(data, incoming.mime_type)
+                inbound = dataclasses.replace(inbound, images=(image,))
+            await handle(inbound)
+        except Exception:
+            log.exception("update %s could not be delivered", update.update_id)
+
+    async def _download(self, file_id: str) -> bytes:
+        with anyio.fail_after(DOWNLOAD_TIMEOUT):
+            file = await self.bot.get_file(file_id)
+            return bytes(await file.download_as_bytearray())
+
+    async def confirm(self) -> None:
+        """Tell Telegram what was handled (bounded: it is one more getUpdates)."""
+        if self.offset is None or self.offset == self.confirmed:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
+            try:
+                await self.bot.get_updates(offset=self.offset, timeout=0, limit=1)
+                self.confirmed = self.offset
+            except TelegramError as exc:
+                log.warning("could not confirm handled updates: %s", exc)

@@ -1,0 +1,57 @@
+"""Settings of the Telegram adapter: token, Bot API server, who may talk, group rules.
+
+Frozen: built once at start (from the environment names in docs/design.md, or by
+the configuration layer) and passed down. The token is a secret: `repr` hides it,
+and it must never reach an agent's environment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+GroupTrigger = Literal["mention", "all"]
+
+PUBLIC_API = "https://api.telegram.org/bot"
+PUBLIC_FILES = "https://api.telegram.org/file/bot"
+
+
+@dataclass(frozen=True)
+class TelegramSettings:
+    token: str = field(repr=False)
+    base_url: str = PUBLIC_API  # the token is appended (PTB's `base_url` convention)
+    base_file_url: str = PUBLIC_FILES
+    allowed_users: frozenset[str] | None = None  # None: anyone who can reach the bot
+    approvers: frozenset[str] = frozenset()
+    # In groups: "mention" takes only mentions, replies to the bot and commands.
+    group_trigger: GroupTrigger = "mention"
+    poll_timeout: int = 30  # seconds one getUpdates long poll may wait
+    # PlatformLimits are per adapter: True paces every chat for groups (3 s edits,
+    # 20 messages a minute) at the cost of slower private chats.
+    paced_for_groups: bool = False
+    webhook_url: str | None = None  # not served yet: polling is the only mode
+    webhook_secret: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TelegramSettings:
+        """Read the environment names fixed in docs/design.md."""
+        env = os.environ if env is None else env
+        token = env.get("TELEGRAM_BOT_TOKEN", "")
+        if not token:
+            raise ValueError("TELEGRAM_BOT_TOKEN is not set")
+        allowed = _ids(env.get("TELEGRAM_ALLOWED_USERS", ""))
+        return cls(
+            token=token,
+            base_url=env.get("TELEGRAM_API_BASE_URL") or PUBLIC_API,
+            base_file_url=env.get("TELEGRAM_FILE_BASE_URL") or PUBLIC_FILES,
+            allowed_users=allowed or None,
+            approvers=_ids(env.get("TELEGRAM_APPROVERS", "")),
+        )
+
+
+def _ids(value: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in value.split(",") if part.strip())

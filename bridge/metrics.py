@@ -1,0 +1,151 @@
+"""Prometheus metrics (text format) and a health endpoint, served with aiohttp.
+
+Nothing is counted twice: the numbers are read, when scraped, from what the
+bridges already keep (agent slots, conversations, each outbox's `OutboxStats`);
+only inbound messages are counted here, by `Metrics.counting`, which wraps a
+bridge's `handle`. Served on `PI_BRIDGE_METRICS_PORT`, bound to 127.0.0.1
+unless `PI_BRIDGE_METRICS_HOST` says otherwise (the numbers reveal activity).
+
+`/metrics`: the text format. `/healthz`: 200 while every bridge accepts
+messages, 503 once one drains (so a load balancer stops sending first).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskStatus
+
+    from bridge.model import Inbound
+    from bridge.service import Bridge
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass
+class Counted:
+    """A bridge's `handle` that counts what comes in (adapters only need `handle`)."""
+
+    bridge: Bridge
+    metrics: Metrics
+    platform: str
+
+    async def handle(self, inbound: Inbound) -> None:
+        self.metrics.inbound[self.platform] += 1
+        await self.bridge.handle(inbound)
+
+
+@dataclass
+class Metrics:
+    bridges: dict[str, Bridge] = field(default_factory=dict)  # platform → its bridge
+    inbound: Counter[str] = field(default_factory=Counter)
+
+    def counting(self, platform: str, bridge: Bridge) -> Counted:
+        """Register `bridge` for scrapes; the returned handler counts inbound messages."""
+        self.bridges[platform] = bridge
+        return Counted(bridge, self, platform)
+
+    @property
+    def healthy(self) -> bool:
+        return all(b.supervisor.accepting for b in self.bridges.values())
+
+    def render(self) -> str:
+        out: list[str] = []
+
+        def family(name: str, kind: str, help_: str, samples: list[tuple[str, float]]) -> None:
+            out.append(f"# HELP {name} {help_}")
+            out.append(f"# TYPE {name} {kind}")
+            out.extend(f"{name}{labels} {value:g}" for labels, value in samples)
+
+        bridges = sorted(self.bridges.items())
+        family(
+            "pi_bridge_live_agents",
+            "gauge",
+            "Agent processes running now.",
+            [(_labels(platform=p), len(b.supervisor.slots.live)) for p, b in bridges],
+        )
+        family(
+            "pi_bridge_conversations",
+            "gauge",
+            "Conversations known to this process.",
+            [(_labels(platform=p), len(b.supervisor.conversations)) for p, b in bridges],
+        )
+        family(
+            "pi_bridge_inbound_messages_total",
+            "counter",
+            "Platform updates handed to the bridge (before admission).",
+            [(_labels(platform=p), self.inbound[p]) for p, _ in bridges],
+        )
+        family(
+            "pi_bridge_platform_calls_total",
+            "counter",
+            "Platform API calls by method, failed ones included.",
+            [
+                (_labels(platform=p, method=m), n)
+                for p, b in bridges
+                for m, n in sorted(b.outbox.stats.calls.items())
+            ],
+        )
+        for name, attr, help_ in (
+            ("pi_bridge_platform_rate_limited_total", "rate_limited", "Calls refused with 429."),
+            ("pi_bridge_outbox_retries_total", "retries", "Calls repeated after a failure."),
+            ("pi_bridge_outbox_dropped_total", "dropped", "Ops never carried out."),
+            ("pi_bridge_outbox_coalesced_total", "coalesced", "Ops merged into queued ones."),
+        ):
+            family(
+                name,
+                "counter",
+                help_,
+                [(_labels(platform=p), getattr(b.outbox.stats, attr)) for p, b in bridges],
+            )
+        return "\n".join(out) + "\n"
+
+
+def _labels(**labels: str) -> str:
+    def escape(value: str) -> str:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+    return "{" + ",".join(f'{k}="{escape(v)}"' for k, v in labels.items()) + "}"
+
+
+def make_app(metrics: Metrics) -> web.Application:
+    async def scrape(request: web.Request) -> web.Response:
+        return web.Response(body=metrics.render().encode(), headers={"Content-Type": CONTENT_TYPE})
+
+    async def health(request: web.Request) -> web.Response:
+        ok = metrics.healthy
+        body = {"status": "ok" if ok else "draining", "platforms": sorted(metrics.bridges)}
+        return web.Response(
+            text=json.dumps(body), status=200 if ok else 503, content_type="application/json"
+        )
+
+    app = web.Application()
+    app.router.add_get("/metrics", scrape)
+    app.router.add_get("/healthz", health)
+    return app
+
+
+async def serve_metrics(
+    metrics: Metrics,
+    host: str,
+    port: int,
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled; `started` once the port is bound (a taken port fails here)."""
+    runner = web.AppRunner(make_app(metrics), access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        task_status.started()
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(3):
+            await runner.cleanup()

@@ -1,0 +1,612 @@
+"""A fake Telegram Bot API server on 127.0.0.1 for tests of the real python-telegram-bot.
+
+PTB is pointed at it with ``Bot(token, base_url=fake.base_url, base_file_url=
+fake.base_file_url)``. It keeps chats and messages, answers like the Bot API
+(``{"ok": …, "result": …}``; errors with the real descriptions: "Bad Request:
+message is not modified: …", "message is too long", "can't parse entities",
+BUTTON_DATA_INVALID, 429 with ``parameters.retry_after``) and records every call.
+
+getUpdates has the real semantics: updates stay until a later call's `offset`
+passes them (that is the confirmation), and a call with `timeout` waits that long
+for a new update. With `enforce_limits`, an edit of one private-chat message
+within 1 s of the last, or a 21st message in a group within a minute, gets a 429.
+`fail()` makes the next call(s) of a method fail with a chosen error.
+
+Tests act as users with `message()`, `photo()` and `press()`, which queue real-
+shaped updates, and wait with `wait_for()` / `bot_message()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+TOKEN = "123456:TEST-fake-token"
+BOT_USER = {"id": 123456, "is_bot": True, "first_name": "Pi", "username": "pi_test_bot"}
+ALICE = {"id": 42, "is_bot": False, "first_name": "Alice", "username": "alice"}
+MAX_TEXT = 4096
+MAX_CALLBACK_DATA = 64
+WAIT = 10.0
+# Telegram's flood limits are approximate; the fake catches pacing bugs (edits every
+# 0.2 s), not the scheduling jitter of a client that waits exactly the interval.
+EDIT_INTERVAL = 1.0
+JITTER = 0.05
+
+_INTS = {"chat_id", "message_id", "offset", "limit", "timeout", "message_thread_id"}
+_JSON = {"reply_markup", "commands", "allowed_updates", "entities", "caption_entities"}
+_COMMAND = re.compile(r"/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?")
+_MENTION = re.compile(r"(?<!\w)@[A-Za-z0-9_]{3,}")
+_RESERVED = set(".!-=+#{}>")  # must be escaped in MarkdownV2 outside code
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, description: str, retry_after: int | None = None) -> None:
+        super().__init__(description)
+        self.status, self.description, self.retry_after = status, description, retry_after
+
+
+def bad_request(what: str) -> ApiError:
+    return ApiError(400, f"Bad Request: {what}")
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float
+
+
+@dataclass
+class Message:
+    chat_id: int
+    message_id: int
+    text: str  # as the user sees it (MarkdownV2 markers and escapes removed)
+    raw: str = ""  # as the bot sent it
+    parse_mode: str | None = None
+    reply_markup: dict[str, Any] | None = None
+    thread_id: int | None = None
+    sender: dict[str, Any] = field(default_factory=lambda: BOT_USER)
+    document: bytes | None = None
+    filename: str = ""
+    deleted: bool = False
+    edited_at: list[float] = field(default_factory=list)
+
+    @property
+    def buttons(self) -> list[tuple[str, str]]:
+        rows = (self.reply_markup or {}).get("inline_keyboard", [])
+        return [(b["text"], b.get("callback_data", "")) for row in rows for b in row]
+
+    def json(self) -> dict[str, Any]:
+        chat: dict[str, Any] = {"id": self.chat_id, "type": "private", "first_name": "Alice"}
+        if self.chat_id < 0:
+            chat = {"id": self.chat_id, "type": "supergroup", "title": "Team"}
+            if self.thread_id is not None:
+                chat["is_forum"] = True
+        out: dict[str, Any] = {
+            "message_id": self.message_id,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self.sender,
+        }
+        if self.document is not None:
+            out["document"] = {
+                "file_id": f"doc{self.message_id}",
+                "file_unique_id": "u",
+                "file_name": self.filename,
+            }
+            if self.text:
+                out["caption"] = self.text
+        elif self.text:
+            out["text"] = self.text
+        if self.reply_markup and "inline_keyboard" in self.reply_markup:
+            out["reply_markup"] = self.reply_markup
+        if self.thread_id is not None:
+            out["message_thread_id"], out["is_topic_message"] = self.thread_id, True
+        return out
+
+
+class FakeTelegram:
+    def __init__(
+        self,
+        token: str = TOKEN,
+        *,
+        enforce_limits: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.token = token
+        self.enforce_limits = enforce_limits
+        self.clock = clock
+        self.calls: list[Call] = []
+        self.errors: list[tuple[str, str]] = []  # (method, description) of every error answer
+        self.messages: dict[tuple[int, int], Message] = {}
+        self.updates: list[dict[str, Any]] = []
+        self.confirmed = 0  # the highest offset a getUpdates call has passed
+        self.answers: dict[str, tuple[str, bool]] = {}  # query id → (text, alert)
+        self.files: dict[str, tuple[str, bytes]] = {}  # file_id → (file_path, data)
+        self.webhook = ""
+        self.commands: list[dict[str, str]] = []
+        self._failures: dict[str, list[ApiError]] = {}
+        self._queries: set[str] = set()
+        self._ids: dict[int, itertools.count[int]] = {}
+        self._update_ids = itertools.count(1)
+        self._group_sends: dict[int, list[float]] = {}
+        self._new_update = asyncio.Event()
+        self._closing = False
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeTelegram:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._closing = True  # pending long polls answer now, so the server closes at once
+        self._new_update.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    # --- scripting --------------------------------------------------------------------
+
+    def fail(
+        self,
+        method: str,
+        description: str,
+        *,
+        status: int = 400,
+        retry_after: int | None = None,
+        times: int = 1,
+    ) -> None:
+        """The next `times` calls of `method` fail with this error."""
+        errors = self._failures.setdefault(method, [])
+        errors.extend(ApiError(status, description, retry_after) for _ in range(times))
+
+    def message(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        user: dict[str, Any] = ALICE,
+        thread_id: int | None = None,
+        reply_to: int | None = None,
+        edit_of: int | None = None,
+        photo: bytes | None = None,
+    ) -> Message:
+        """A user's message (or, with `edit_of`, an edit of one) queued as an update."""
+        message_id = edit_of if edit_of is not None else self._next_id(chat_id)
+        shown = Message(chat_id, message_id, text, text, thread_id=thread_id, sender=user)
+        self.messages[(chat_id, message_id)] = shown
+        body = shown.json()
+        text_field, entities_field = (
+            ("caption", "caption_entities") if photo else ("text", "entities")
+        )
+        body.pop("text", None)
+        if text:
+            body[text_field] = text
+        if entities := _entities(text):
+            body[entities_field] = entities
+        if photo is not None:
+            body["photo"] = self._photo_sizes(photo)
+        if reply_to is not None:
+            body["reply_to_message"] = self.messages[(chat_id, reply_to)].json()
+        if edit_of is not None:
+            body["edit_date"] = int(time.time())
+        self._queue({"edited_message" if edit_of is not None else "message": body})
+        return shown
+
+    def press(
+        self, chat_id: int, message_id: int, data: str, *, user: dict[str, Any] = ALICE
+    ) -> str:
+        """A press on an inline button; returns the callback query id."""
+        query_id = f"q{len(self._queries) + 1}"
+        self._queries.add(query_id)
+        message = self.messages[(chat_id, message_id)].json()
+        self._queue(
+            {
+                "callback_query": {
+                    "id": query_id,
+                    "from": user,
+                    "chat_instance": "ci",
+                    "message": message,
+                    "data": data,
+                }
+            }
+        )
+        return query_id
+
+    def add_file(self, file_id: str, data: bytes) -> None:
+        self.files[file_id] = (f"photos/{file_id}.jpg", data)
+
+    # --- observing ----------------------------------------------------------------------
+
+    def calls_of(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def bot_messages(self, chat_id: int | None = None) -> list[Message]:
+        return [
+            m
+            for m in self.messages.values()
+            if m.sender is BOT_USER and not m.deleted and chat_id in (None, m.chat_id)
+        ]
+
+    def find(self, contains: str, chat_id: int | None = None) -> Message | None:
+        return next((m for m in reversed(self.bot_messages(chat_id)) if contains in m.text), None)
+
+    async def wait_for(self, predicate: Callable[[], object], within: float = WAIT) -> None:
+        async with asyncio.timeout(within):
+            while not predicate():  # noqa: ASYNC110 (polls state the server changes)
+                await asyncio.sleep(0.02)
+
+    async def bot_message(
+        self, contains: str, chat_id: int | None = None, within: float = WAIT
+    ) -> Message:
+        """The newest live bot message containing `contains`, once there is one."""
+        await self.wait_for(lambda: self.find(contains, chat_id), within)
+        found = self.find(contains, chat_id)
+        assert found is not None
+        return found
+
+    # --- HTTP ------------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _reply({"ok": False, "error_code": 401, "description": "Unauthorized"}, 401)
+        method = request.match_info["method"]
+        params = await _params(request)
+        self.calls.append(Call(method, params, self.clock()))
+        handler = getattr(self, f"_m_{method}", None)
+        try:
+            if handler is None:
+                raise ApiError(404, "Not Found")
+            if pending := self._failures.get(method):
+                raise pending.pop(0)
+            result = await handler(params)
+        except ApiError as exc:
+            self.errors.append((method, exc.description))
+            body: dict[str, Any] = {
+                "ok": False,
+                "error_code": exc.status,
+                "description": exc.description,
+            }
+            if exc.retry_after is not None:
+                body["parameters"] = {"retry_after": exc.retry_after}
+            return _reply(body, exc.status)
+        return _reply({"ok": True, "result": result})
+
+    async def _file(self, request: web.Request) -> web.Response:
+        path = request.match_info["path"]
+        for file_path, data in self.files.values():
+            if file_path == path and request.match_info["token"] == self.token:
+                return web.Response(body=data, content_type="application/octet-stream")
+        return web.Response(status=404)
+
+    # --- methods (each `_m_<name>` answers Bot API method <name>) ---------------------------
+
+    async def _m_getMe(self, params: dict[str, Any]) -> Any:
+        return {
+            **BOT_USER,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
+
+    async def _m_getUpdates(self, params: dict[str, Any]) -> Any:
+        if self.webhook:
+            raise ApiError(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; "
+                "use deleteWebhook to delete the webhook first",
+            )
+        offset = int(params.get("offset") or 0)
+        if offset:
+            self.confirmed = max(self.confirmed, offset)
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+        deadline = self.clock() + float(params.get("timeout") or 0)
+        while not self.updates and not self._closing and (remaining := deadline - self.clock()) > 0:
+            self._new_update.clear()
+            try:
+                await asyncio.wait_for(self._new_update.wait(), remaining)
+            except TimeoutError:
+                break
+        return self.updates[: int(params.get("limit") or 100)]
+
+    async def _m_sendMessage(self, params: dict[str, Any]) -> Any:
+        chat_id = int(params["chat_id"])
+        text, raw = _shown(params), str(params.get("text", ""))
+        markup = _check_markup(params.get("reply_markup"))
+        self._pace_group(chat_id)
+        message = Message(
+            chat_id,
+            self._next_id(chat_id),
+            text,
+            raw,
+            params.get("parse_mode"),
+            markup,
+            params.get("message_thread_id"),
+        )
+        self.messages[(chat_id, message.message_id)] = message
+        return message.json()
+
+    async def _m_editMessageText(self, params: dict[str, Any]) -> Any:
+        message = self._existing(params, "edit")
+        text, raw = _shown(params), str(params.get("text", ""))
+        markup = _check_markup(params.get("reply_markup"))
+        if raw == message.raw and markup == message.reply_markup:
+            raise _not_modified()
+        self._pace_edit(message)
+        message.text, message.raw, message.reply_markup = text, raw, markup
+        message.parse_mode = params.get("parse_mode")
+        return message.json()
+
+    async def _m_editMessageReplyMarkup(self, params: dict[str, Any]) -> Any:
+        message = self._existing(params, "edit")
+        markup = _check_markup(params.get("reply_markup"))
+        if markup == message.reply_markup:
+            raise _not_modified()
+        self._pace_edit(message)
+        message.reply_markup = markup
+        return message.json()
+
+    async def _m_deleteMessage(self, params: dict[str, Any]) -> Any:
+        self._existing(params, "delete").deleted = True
+        return True
+
+    async def _m_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
+        query_id = str(params["callback_query_id"])
+        if query_id not in self._queries or query_id in self.answers:
+            raise bad_request(
+                "query is too old and response timeout expired or query ID is invalid"
+            )
+        self.answers[query_id] = (str(params.get("text") or ""), params.get("show_alert") == "true")
+        return True
+
+    async def _m_sendChatAction(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def _m_sendDocument(self, params: dict[str, Any]) -> Any:
+        chat_id = int(params["chat_id"])
+        document = params.get("document")
+        if not isinstance(document, web.FileField):
+            raise bad_request("there is no document in the request")
+        self._pace_group(chat_id)
+        message = Message(
+            chat_id,
+            self._next_id(chat_id),
+            str(params.get("caption") or ""),
+            thread_id=params.get("message_thread_id"),
+            document=document.file.read(),
+            filename=document.filename,
+        )
+        self.messages[(chat_id, message.message_id)] = message
+        return message.json()
+
+    async def _m_getFile(self, params: dict[str, Any]) -> Any:
+        file_id = str(params["file_id"])
+        if file_id not in self.files:
+            raise bad_request("invalid file_id")
+        path, data = self.files[file_id]
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_size": len(data),
+            "file_path": path,
+        }
+
+    async def _m_setMyCommands(self, params: dict[str, Any]) -> Any:
+        self.commands = list(params.get("commands") or [])
+        return True
+
+    async def _m_setWebhook(self, params: dict[str, Any]) -> Any:
+        self.webhook = str(params.get("url") or "")
+        return True
+
+    async def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
+        self.webhook = ""
+        if params.get("drop_pending_updates") == "true":
+            self.updates.clear()
+        return True
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _queue(self, update: dict[str, Any]) -> None:
+        self.updates.append({"update_id": next(self._update_ids), **update})
+        self._new_update.set()
+
+    def _next_id(self, chat_id: int) -> int:
+        return next(self._ids.setdefault(chat_id, itertools.count(1)))
+
+    def _photo_sizes(self, data: bytes) -> list[dict[str, Any]]:
+        number = len(self.files) + 1
+        sizes = []
+        for size, width in (("s", 90), ("m", 320), ("x", 1280)):
+            file_id = f"photo{number}{size}"
+            self.add_file(file_id, data if size == "x" else b"thumbnail")
+            sizes.append(
+                {
+                    "file_id": file_id,
+                    "file_unique_id": f"u{file_id}",
+                    "width": width,
+                    "height": width * 3 // 4,
+                    "file_size": len(data),
+                }
+            )
+        return sizes
+
+    def _existing(self, params: dict[str, Any], action: str) -> Message:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        message = self.messages.get(key)
+        if message is None or message.deleted:
+            raise bad_request(f"message to {action} not found")
+        return message
+
+    def _pace_edit(self, message: Message) -> None:
+        now = self.clock()
+        if self.enforce_limits and message.chat_id > 0 and message.edited_at:
+            waited = now - message.edited_at[-1]
+            if waited < EDIT_INTERVAL - JITTER:
+                raise _too_many(math.ceil(EDIT_INTERVAL - waited))
+        message.edited_at.append(now)
+        self._pace_group(message.chat_id)
+
+    def _pace_group(self, chat_id: int) -> None:
+        if chat_id > 0:
+            return
+        now = self.clock()
+        recent = [t for t in self._group_sends.get(chat_id, []) if now - t < 60.0]
+        if self.enforce_limits and len(recent) >= 20:
+            raise _too_many(math.ceil(60.0 - (now - recent[0])))
+        self._group_sends[chat_id] = [*recent, now]
+
+
+def _too_many(seconds: int) -> ApiError:
+    seconds = max(1, seconds)
+    return ApiError(429, f"Too Many Requests: retry after {seconds}", retry_after=seconds)
+
+
+def _not_modified() -> ApiError:
+    return bad_request(
+        "message is not modified: specified new message content and reply markup are exactly "
+        "the same as a current content and reply markup of the message"
+    )
+
+
+def _reply(body: dict[str, Any], status: int = 200) -> web.Response:
+    return web.json_response(body, status=status)
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    """Bot API parameters from a query string, a form, multipart or JSON body."""
+    if request.content_type == "application/json":
+        return dict(await request.json())
+    raw: dict[str, Any] = dict(request.query)
+    raw.update(await request.post())
+    params: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name in _INTS and isinstance(value, str) and value.lstrip("-").isdigit():
+            params[name] = int(value)
+        elif name in _JSON and isinstance(value, str):
+            params[name] = json.loads(value)
+        else:
+            params[name] = value
+    return params
+
+
+def _check_markup(markup: dict[str, Any] | None) -> dict[str, Any] | None:
+    for row in (markup or {}).get("inline_keyboard", []):
+        for button in row:
+            data = button.get("callback_data")
+            if data is not None and not 1 <= len(data.encode()) <= MAX_CALLBACK_DATA:
+                raise bad_request("BUTTON_DATA_INVALID")
+    return markup or None
+
+
+def _shown(params: dict[str, Any]) -> str:
+    """The text a user would see, after the parse-mode checks Telegram makes."""
+    raw = str(params.get("text", ""))
+    text = raw
+    if params.get("parse_mode") == "MarkdownV2":
+        text = _unmark_v2(raw)
+    if not text.strip():
+        raise bad_request("message text is empty")
+    if len(text.encode("utf-16-le")) // 2 > MAX_TEXT:
+        raise bad_request("message is too long")
+    return text
+
+
+def _unmark_v2(raw: str) -> str:
+    """MarkdownV2 → visible text; raises "can't parse entities" like Telegram."""
+    out: list[str] = []
+    code = ""  # "", "`" or "```"
+    i = 0
+    while i < len(raw):
+        char = raw[i]
+        if char == "\\" and i + 1 < len(raw):
+            out.append(raw[i + 1])
+            i += 2
+            continue
+        if raw.startswith("```", i):
+            if not code:  # the info string (language) is not shown
+                end = raw.find("\n", i)
+                i = end + 1 if end != -1 else len(raw)
+                code = "```"
+                continue
+            code = ""
+            i += 3
+            continue
+        if not code and raw.startswith("](", i):  # a link's URL is not shown
+            i = _link_end(raw, i + 2)
+            continue
+        if char == "`" and code != "```":
+            code = "" if code else "`"
+        elif code:
+            out.append(char)
+        elif char in _RESERVED and not (char == ">" and (i == 0 or raw[i - 1] == "\n")):
+            raise bad_request(
+                f"can't parse entities: Character '{char}' is reserved and must be escaped "
+                "with the preceding '\\'"
+            )
+        elif char not in "*_~|[]()>":  # markers (a ">" here starts a quote)
+            out.append(char)
+        i += 1
+    if code:
+        raise bad_request("can't parse entities: can't find end of the entity")
+    return "".join(out)
+
+
+def _link_end(raw: str, i: int) -> int:
+    """The index after the ")" that closes a link URL starting at `i`."""
+    while i < len(raw) and raw[i] != ")":
+        i += 2 if raw[i] == "\\" else 1
+    if i >= len(raw):
+        raise bad_request("can't parse entities: can't find end of a url")
+    return i + 1
+
+
+def _entities(text: str) -> list[dict[str, Any]]:
+    """bot_command and mention entities as Telegram adds them (UTF-16 offsets)."""
+    found = []
+    command = _COMMAND.match(text)
+    if command is not None:
+        found.append(("bot_command", 0, command.end()))
+    found += [("mention", m.start(), m.end()) for m in _MENTION.finditer(text)]
+    return [
+        {"type": kind, "offset": _units(text[:start]), "length": _units(text[start:end])}
+        for kind, start, end in found
+    ]
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2

@@ -1,0 +1,276 @@
+"""`pi-bridge` as an operator runs it: a real subprocess, real agent, fake LLM and platforms.
+
+Each test starts `python -m bridge.cli` in a temporary working directory (so no
+stray ./pi-bridge.toml is read) with a minimal environment: the agent command
+points at the project-installed pi on the fake LLM, the data dir is under
+tmp_path. Platform checks go to the fake Telegram and Slack servers on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import aiohttp
+import anyio
+import pytest
+
+from tests.support.agents import DEFAULT_VERSION
+from tests.support.fake_llm import Reply
+from tests.support.fake_slack import FakeSlack
+from tests.support.fake_telegram import TOKEN, FakeTelegram
+
+if TYPE_CHECKING:
+    from tests.support.agents import AgentHome
+    from tests.support.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[1]
+DRAIN = 5.0
+
+
+def cli_env(tmp_path: Path, home: AgentHome | None = None, **extra: str) -> dict[str, str]:
+    env = home.env() if home is not None else {"PATH": os.environ.get("PATH", os.defpath)}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "PI_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "PI_BRIDGE_LOG_LEVEL": "INFO",
+    }
+    if home is not None:
+        env["PI_BRIDGE_AGENT_COMMAND"] = shlex.join(home.argv(DEFAULT_VERSION))
+    return env | extra
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "bridge.cli", *args]
+
+
+def write_config(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "pi-bridge.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+async def run_cli(
+    tmp_path: Path, env: dict[str, str], *args: str, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(90):
+        return await anyio.run_process(
+            command(*args), input=stdin, cwd=tmp_path, env=env, check=False
+        )
+
+
+def agent_processes(root: Path) -> list[int]:
+    """Live processes whose cwd is under `root` (the bridge starts agents in workspaces)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if cwd.is_relative_to(root) and cwd != root:
+            found.append(int(entry.name))
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def get(port: int, path: str) -> tuple[int, str]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
+        return response.status, await response.text()
+
+
+async def test_help_reads_well(tmp_path: Path) -> None:
+    done = await run_cli(tmp_path, cli_env(tmp_path), "--help")
+    out = done.stdout.decode()
+    assert done.returncode == 0
+    for word in ("run", "check", "console", "PI_BRIDGE_CONFIG", "TELEGRAM_BOT_TOKEN"):
+        assert word in out
+
+
+BROKEN = [
+    ("toml value", "[limits]\nmax_agents = 0\n", {}, ["limits.max_agents"]),
+    ("toml typo", "[limits]\nmax_agent = 2\n", {}, ["limits.max_agent", "unknown setting"]),
+    ("env value", "", {"PI_BRIDGE_METRICS_PORT": "nine"}, ["PI_BRIDGE_METRICS_PORT"]),
+    ("secret in file", '[telegram]\nbot_token = "1:zzz-secret"\n', {}, ["TELEGRAM_BOT_TOKEN"]),
+    ("slack mode", "", {"SLACK_BOT_TOKEN": "xoxb-1"}, ["SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "named"), [c[1:] for c in BROKEN], ids=[c[0] for c in BROKEN]
+)
+async def test_check_names_each_broken_setting(
+    tmp_path: Path, toml: str, env: dict[str, str], named: list[str]
+) -> None:
+    config = write_config(tmp_path, toml)
+    done = await run_cli(tmp_path, cli_env(tmp_path, None, PI_BRIDGE_CONFIG=config) | env, "check")
+    out = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode != 0
+    assert "✗ config:" in out
+    for name in named:
+        assert name in out
+    assert "Traceback" not in out
+    assert "zzz-secret" not in out
+
+
+async def test_run_with_a_broken_config_says_what_without_a_traceback(tmp_path: Path) -> None:
+    env = cli_env(tmp_path, PI_BRIDGE_STORE="mysql://db")
+    done = await run_cli(tmp_path, env, "run", stdin=b"")
+    err = done.stderr.decode()
+    assert done.returncode == 2
+    assert "PI_BRIDGE_STORE" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.agent
+async def test_check_passes_with_the_real_agent(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    done = await run_cli(tmp_path, cli_env(tmp_path, agent_home), "check")
+    lines = done.stdout.decode().splitlines()
+    assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+    assert [line.split(":")[0] for line in lines] == ["✓ config", "✓ agent", "✓ store"]
+    assert "get_state" in lines[1]
+
+
+async def test_check_reports_a_missing_agent(tmp_path: Path) -> None:
+    env = cli_env(tmp_path, PI_BRIDGE_AGENT_COMMAND=str(tmp_path / "no-such-pi") + " --mode rpc")
+    done = await run_cli(tmp_path, env, "check")
+    out = done.stdout.decode()
+    assert done.returncode == 1
+    assert "✗ agent:" in out
+    assert "no-such-pi" in out
+    assert "✓ store:" in out
+
+
+@pytest.mark.agent
+async def test_check_reaches_the_platforms(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    async with FakeTelegram() as telegram, FakeSlack() as slack:
+        env = cli_env(
+            tmp_path,
+            agent_home,
+            TELEGRAM_BOT_TOKEN=TOKEN,
+            TELEGRAM_API_BASE_URL=telegram.base_url,
+            TELEGRAM_FILE_BASE_URL=telegram.base_file_url,
+            SLACK_BOT_TOKEN=slack.bot_token,
+            SLACK_APP_TOKEN=slack.app_token,
+            SLACK_API_BASE_URL=slack.base_url,
+        )
+        good = await run_cli(tmp_path, env, "check")
+        bad = await run_cli(
+            tmp_path,
+            env | {"TELEGRAM_BOT_TOKEN": "999:wrong-token-xyz", "SLACK_BOT_TOKEN": "xoxb-wrong"},
+            "check",
+        )
+    out = good.stdout.decode()
+    assert good.returncode == 0, out + good.stderr.decode()
+    assert "✓ telegram:" in out
+    assert "✓ slack:" in out
+    out = bad.stdout.decode()
+    assert bad.returncode == 1
+    assert "✗ telegram:" in out
+    assert "✗ slack:" in out
+    assert "wrong-token-xyz" not in out + bad.stderr.decode()
+
+
+@pytest.mark.agent
+async def test_console_answers_two_lines_then_exits_on_eof(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    fake_llm.add("apples", Reply(text="Apples are red."))
+    env = cli_env(tmp_path, agent_home)
+    done = await run_cli(tmp_path, env, "console", stdin=b"tell me about apples\n/status\n")
+    out = done.stdout.decode()
+    assert done.returncode == 0, out + done.stderr.decode()
+    # Streamed: the answer may arrive as appended pieces on separate lines.
+    assert "Apples are" in out
+    assert "red." in out
+    assert "tokens:" in out  # the /status answer
+    assert "Traceback" not in done.stderr.decode()
+    assert not agent_processes(tmp_path)
+
+
+@pytest.mark.agent
+async def test_sigterm_drains_and_exits_zero(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    fake_llm.add("plums", Reply(text="Plums are purple."))
+    config = write_config(tmp_path, f"[limits]\ndrain_timeout = {DRAIN}\n")
+    port = free_port()
+    env = cli_env(tmp_path, agent_home, PI_BRIDGE_CONFIG=config, PI_BRIDGE_METRICS_PORT=str(port))
+    async with await anyio.open_process(
+        command("run"), cwd=tmp_path, env=env, stderr=subprocess.DEVNULL
+    ) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        await process.stdin.send(b"tell me about plums\n")
+        seen = b""
+        with anyio.fail_after(60):
+            while b"purple." not in seen:
+                seen += await process.stdout.receive()
+        assert agent_processes(tmp_path)  # the agent is alive; stdin stays open
+        health, metrics = await get(port, "/healthz"), await get(port, "/metrics")
+        assert health == (200, '{"status": "ok", "platforms": ["console"]}')
+        assert metrics[0] == 200
+        assert 'pi_bridge_live_agents{platform="console"} 1' in metrics[1]
+        assert 'pi_bridge_inbound_messages_total{platform="console"} 1' in metrics[1]
+        assert 'pi_bridge_platform_calls_total{platform="console",method="send"}' in metrics[1]
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(DRAIN + 20):
+            code = await process.wait()
+        assert code == 0
+        assert time.monotonic() - started < DRAIN + 20
+    assert not agent_processes(tmp_path)
+
+
+@pytest.mark.agent
+async def test_run_serves_telegram_and_stops_on_sigterm(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    fake_llm.add("figs", Reply(text="Figs are sweet."))
+    config = write_config(
+        tmp_path, f"[limits]\ndrain_timeout = {DRAIN}\n[telegram]\npoll_timeout = 1\n"
+    )
+    async with FakeTelegram() as telegram:
+        env = cli_env(
+            tmp_path,
+            agent_home,
+            PI_BRIDGE_CONFIG=config,
+            TELEGRAM_BOT_TOKEN=TOKEN,
+            TELEGRAM_API_BASE_URL=telegram.base_url,
+            TELEGRAM_FILE_BASE_URL=telegram.base_file_url,
+            TELEGRAM_ALLOWED_USERS="42",
+        )
+        async with await anyio.open_process(
+            command("run"), cwd=tmp_path, env=env, stdin=subprocess.DEVNULL
+        ) as process:
+            telegram.message(42, "tell me about figs")
+            await telegram.bot_message("Figs are sweet.", 42, within=60)
+            process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(DRAIN + 20):
+                code = await process.wait()
+            assert process.stderr is not None
+            err = (await process.stderr.receive()).decode() if code else ""
+        assert code == 0, err
+    assert not agent_processes(tmp_path)

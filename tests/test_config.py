@@ -1,0 +1,301 @@
+"""Configuration: TOML file plus environment, every mistake named, secrets env-only.
+
+Table-driven: each case is a TOML text and an environment; broken ones list the
+setting names the error must mention. `load_config` gets the environment and
+the working directory explicitly, so nothing here reads the real ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from bridge.config import ConfigError, load_config
+from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
+
+if TYPE_CHECKING:
+    from bridge.config import Loaded
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "deploy" / "pi-bridge.example.toml"
+BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/someone"}
+
+
+def load(tmp_path: Path, toml: str | None, env: dict[str, str] | None = None) -> Loaded:
+    full = {**BASE_ENV, **(env or {})}
+    if toml is not None:
+        (tmp_path / "pi-bridge.toml").write_text(toml, encoding="utf-8")
+    return load_config(full, cwd=tmp_path)
+
+
+def problems(tmp_path: Path, toml: str | None, env: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load(tmp_path, toml, env)
+    return "\n".join(caught.value.problems)
+
+
+def test_no_file_and_no_tokens_is_the_console_on_sqlite_in_data(tmp_path: Path) -> None:
+    loaded = load(tmp_path, None)
+    assert loaded.source is None
+    assert loaded.platforms == ()
+    assert loaded.config.store == "sqlite"
+    assert loaded.options.data_dir == (tmp_path / "data").resolve()
+    assert loaded.options.agent.argv[1:] == ("--mode", "rpc")
+    assert loaded.config.metrics.port is None
+
+
+def test_the_annotated_example_is_valid(tmp_path: Path) -> None:
+    loaded = load_config({**BASE_ENV, "PI_BRIDGE_CONFIG": str(EXAMPLE)}, cwd=tmp_path)
+    assert loaded.source == EXAMPLE
+    assert loaded.options.max_agents == 8
+    assert loaded.config.metrics.host == "127.0.0.1"
+
+
+GOOD: list[tuple[str, str, dict[str, str]]] = [
+    (
+        "limits and defaults",
+        '[limits]\nmax_agents = 3\ndrain_timeout = 5\n[defaults]\nbusy_policy = "ask"\n',
+        {},
+    ),
+    ("agent command as a list", '[agent]\ncommand = ["my pi", "--mode", "rpc"]\n', {}),
+    ("agent command from env", "", {"PI_BRIDGE_AGENT_COMMAND": "'my pi' --mode rpc -x"}),
+    ("telegram from env only", "", {"TELEGRAM_BOT_TOKEN": "123:abc"}),
+    (
+        "telegram table plus token",
+        '[telegram]\nallowed_users = [42, "43"]\ngroup_trigger = "all"\n',
+        {"TELEGRAM_BOT_TOKEN": "123:abc"},
+    ),
+    ("slack socket mode", "", {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}),
+    ("slack http mode", "", {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s3cret"}),
+    ("redis store", 'store = "redis://localhost:6379/0"\n', {}),
+    ("redis password from env", "", {"PI_BRIDGE_STORE": "redis://:pw@localhost:6379/0"}),
+    ("sqlite file store", 'store = "sqlite:///var/lib/pi/bridge.db"\n', {}),
+    ("metrics port from env", "", {"PI_BRIDGE_METRICS_PORT": "9464"}),
+    ("empty env values are unset", "", {"TELEGRAM_BOT_TOKEN": "", "PI_BRIDGE_STORE": ""}),
+    (
+        "chat overrides",
+        '[chats."telegram:1"]\nworkspace = "/srv/w"\nverbosity = "off"\n',
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(("toml", "env"), [(t, e) for _, t, e in GOOD], ids=[n for n, *_ in GOOD])
+def test_good_configs_load(tmp_path: Path, toml: str, env: dict[str, str]) -> None:
+    load(tmp_path, toml, env)
+
+
+BROKEN: list[tuple[str, str, dict[str, str], list[str]]] = [
+    ("unknown key", "max_agent = 3\n", {}, ["max_agent", "unknown setting"]),
+    ("unknown table key", "[limits]\nmax_agent = 3\n", {}, ["limits.max_agent"]),
+    ("zero agents", "[limits]\nmax_agents = 0\n", {}, ["limits.max_agents"]),
+    ("negative idle", "[limits]\nidle_timeout = -1\n", {}, ["limits.idle_timeout"]),
+    ("busy policy", '[defaults]\nbusy_policy = "never"\n', {}, ["defaults.busy_policy"]),
+    ("bad store", 'store = "mysql://db"\n', {}, ["store", "unknown store"]),
+    ("relative sqlite", 'store = "sqlite://rel.db"\n', {}, ["store"]),
+    ("bad store from env", "", {"PI_BRIDGE_STORE": "postgres://x"}, ["PI_BRIDGE_STORE"]),
+    ("metrics port", "[metrics]\nport = 70000\n", {}, ["metrics.port"]),
+    ("metrics port env", "", {"PI_BRIDGE_METRICS_PORT": "nine"}, ["PI_BRIDGE_METRICS_PORT"]),
+    ("log format", '[log]\nformat = "xml"\n', {}, ["log.format"]),
+    ("log level env", "", {"PI_BRIDGE_LOG_LEVEL": "loud"}, ["PI_BRIDGE_LOG_LEVEL"]),
+    (
+        "telegram url",
+        "",
+        {"TELEGRAM_BOT_TOKEN": "1:a", "TELEGRAM_API_BASE_URL": "ftp://x"},
+        ["TELEGRAM_API_BASE_URL"],
+    ),
+    ("telegram without token", '[telegram]\ngroup_trigger = "all"\n', {}, ["TELEGRAM_BOT_TOKEN"]),
+    ("poll timeout", "[telegram]\npoll_timeout = 99\n", {}, ["telegram.poll_timeout"]),
+    ("slack without token", "", {"SLACK_APP_TOKEN": "xapp-1"}, ["SLACK_BOT_TOKEN"]),
+    (
+        "slack without mode",
+        "",
+        {"SLACK_BOT_TOKEN": "xoxb-1"},
+        ["SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"],
+    ),
+    (
+        "unbalanced agent command",
+        "",
+        {"PI_BRIDGE_AGENT_COMMAND": "pi 'rpc"},
+        ["PI_BRIDGE_AGENT_COMMAND"],
+    ),
+    ("empty agent command list", "[agent]\ncommand = []\n", {}, ["agent.command", "empty"]),
+    (
+        "secret passed to the agent",
+        "",
+        {"PI_BRIDGE_AGENT_ENV": "OPENAI_API_KEY,TELEGRAM_BOT_TOKEN"},
+        ["PI_BRIDGE_AGENT_ENV", "TELEGRAM_BOT_TOKEN"],
+    ),
+    (
+        "chat verbosity",
+        '[chats."telegram:1"]\nverbosity = "loud"\n',
+        {},
+        ['chats."telegram:1".verbosity'],
+    ),
+    ("not toml", "store = \n", {}, ["not valid TOML"]),
+    ("missing file", "", {"PI_BRIDGE_CONFIG": "/nonexistent/pi.toml"}, ["PI_BRIDGE_CONFIG"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "named"),
+    [(t, e, n) for _, t, e, n in BROKEN],
+    ids=[c[0] for c in BROKEN],
+)
+def test_each_mistake_is_named(
+    tmp_path: Path, toml: str, env: dict[str, str], named: list[str]
+) -> None:
+    text = problems(tmp_path, toml, env)
+    for name in named:
+        assert name in text
+    assert "Traceback" not in text
+
+
+def test_all_mistakes_are_reported_at_once(tmp_path: Path) -> None:
+    text = problems(
+        tmp_path,
+        "[limits]\nmax_agents = 0\ninbox_size = 0\n[log]\nformat = 'xml'\n",
+        {"PI_BRIDGE_METRICS_PORT": "x"},
+    )
+    for name in ("limits.max_agents", "limits.inbox_size", "log.format", "PI_BRIDGE_METRICS_PORT"):
+        assert name in text
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    toml = (
+        'data_dir = "from-file"\nstore = "redis://localhost"\n'
+        '[metrics]\nport = 1000\n[agent]\ncommand = "file-pi --mode rpc"\n'
+        '[telegram]\napi_base_url = "http://file.example/bot"\ngroup_trigger = "all"\n'
+    )
+    loaded = load(
+        tmp_path,
+        toml,
+        {
+            "PI_BRIDGE_DATA_DIR": "from-env",
+            "PI_BRIDGE_STORE": "sqlite",
+            "PI_BRIDGE_METRICS_PORT": "2000",
+            "PI_BRIDGE_AGENT_COMMAND": "env-pi --mode rpc",
+            "TELEGRAM_BOT_TOKEN": "1:abc",
+            "TELEGRAM_API_BASE_URL": "http://127.0.0.1:1/bot",
+        },
+    )
+    assert loaded.options.data_dir == (tmp_path / "from-env").resolve()
+    assert loaded.config.store == "sqlite"
+    assert loaded.config.metrics.port == 2000
+    assert loaded.options.agent.argv == ("env-pi", "--mode", "rpc")
+    assert loaded.telegram is not None
+    assert loaded.telegram.base_url == "http://127.0.0.1:1/bot"
+    assert loaded.telegram.group_trigger == "all"  # the file's sibling setting is kept
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "env_name"),
+    [
+        ("telegram", "bot_token", "TELEGRAM_BOT_TOKEN"),
+        ("slack", "bot_token", "SLACK_BOT_TOKEN"),
+        ("slack", "app_token", "SLACK_APP_TOKEN"),
+        ("slack", "signing_secret", "SLACK_SIGNING_SECRET"),
+    ],
+)
+def test_secrets_in_the_file_are_refused(
+    tmp_path: Path, table: str, key: str, env_name: str
+) -> None:
+    secret = "do-not-echo-this-value"
+    text = problems(
+        tmp_path,
+        f'[{table}]\n{key} = "{secret}"\n',
+        {"TELEGRAM_BOT_TOKEN": "1:a", "SLACK_BOT_TOKEN": "b", "SLACK_APP_TOKEN": "c"},
+    )
+    assert f"{table}.{key}" in text
+    assert env_name in text
+    assert secret not in text
+
+
+def test_a_store_password_in_the_file_is_refused(tmp_path: Path) -> None:
+    text = problems(tmp_path, 'store = "redis://:hunter2secret@localhost:6379/0"\n')
+    assert "store" in text
+    assert "PI_BRIDGE_STORE" in text
+    assert "hunter2secret" not in text
+
+
+def test_store_password_is_not_echoed(tmp_path: Path) -> None:
+    text = problems(tmp_path, None, {"PI_BRIDGE_STORE": "mongodb://u:hunter2secret@h/db"})
+    assert "PI_BRIDGE_STORE" in text
+    assert "hunter2secret" not in text
+
+
+def test_platform_settings_reach_the_adapters(tmp_path: Path) -> None:
+    loaded = load(
+        tmp_path,
+        "[slack]\nhttp_port = 3100\n",
+        {
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_SIGNING_SECRET": "sig",
+            "SLACK_ALLOWED_USERS": "U1, U2",
+            "SLACK_APPROVERS": "U1",
+            "TELEGRAM_BOT_TOKEN": "1:abc",
+            "TELEGRAM_APPROVERS": "42",
+        },
+    )
+    assert loaded.platforms == ("telegram", "slack")
+    assert loaded.slack is not None
+    assert loaded.slack.allowed_users == frozenset({"U1", "U2"})
+    assert loaded.slack.http_port == 3100
+    assert not loaded.slack.socket_mode
+    assert loaded.telegram is not None
+    assert loaded.telegram.approvers == frozenset({"42"})
+    assert loaded.telegram.allowed_users is None
+
+
+def test_agent_env_is_allowlisted(tmp_path: Path) -> None:
+    loaded = load(
+        tmp_path,
+        None,
+        {
+            "PI_BRIDGE_AGENT_ENV": "OPENAI_API_KEY",
+            "OPENAI_API_KEY": "k",
+            "TELEGRAM_BOT_TOKEN": "1:a",
+        },
+    )
+    env = loaded.options.agent.env
+    assert env["OPENAI_API_KEY"] == "k"
+    assert "TELEGRAM_BOT_TOKEN" not in env
+
+
+def test_logs_hide_secret_values(capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+    import logging
+
+    env = {
+        "TELEGRAM_BOT_TOKEN": "123456:SECRET-token-value",
+        "PI_BRIDGE_STORE": "redis://:pa55word1@h",
+    }
+    assert secret_values(env) == {"123456:SECRET-token-value", "pa55word1"}
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        setup_logging("INFO", "json", env, stream)
+        logging.getLogger("httpx").warning(
+            "POST %s", "https://x/bot123456:SECRET-token-value/getMe"
+        )
+        try:
+            raise RuntimeError("auth pa55word1 refused")
+        except RuntimeError:
+            logging.getLogger("bridge.test").exception("store failed")
+    finally:
+        root.handlers[:], root.level = saved
+    out = stream.getvalue()
+    assert "SECRET-token-value" not in out
+    assert "pa55word1" not in out
+    assert out.count("***") >= 2
+    assert '"level": "warning"' in out
+
+
+def test_redact_filter_keeps_ordinary_records() -> None:
+    import logging
+
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "hello %s", ("world",), None)
+    assert RedactSecrets(Redactor(["longsecretvalue"])).filter(record)
+    assert record.getMessage() == "hello world"

@@ -1,0 +1,337 @@
+"""The real python-telegram-bot against the fake Bot API: what `TelegramAdapter`
+does to a chat, how Telegram's errors reach the bridge, and how polling confirms
+updates only after they were handled."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+import pytest
+
+from adapters.telegram.adapter import TelegramAdapter
+from adapters.telegram.runner import COMMANDS, make_bot, serve
+from adapters.telegram.settings import TelegramSettings
+from bridge.model import (
+    BadFormatting,
+    Button,
+    ChatRef,
+    MessageGone,
+    MessageRef,
+    NotModified,
+    PlatformError,
+    RateLimited,
+    TooLong,
+    TransientError,
+)
+from tests.support.fake_telegram import ALICE, TOKEN, FakeTelegram
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
+
+    from bridge.model import Adapter, Inbound
+
+pytestmark = pytest.mark.anyio
+
+CHAT = ChatRef("42")
+GROUP = -100777
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as server:
+        yield server
+
+
+def settings(fake: FakeTelegram, **kw: object) -> TelegramSettings:
+    return TelegramSettings(
+        token=TOKEN,
+        base_url=fake.base_url,
+        base_file_url=fake.base_file_url,
+        poll_timeout=1,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def adapter(fake: FakeTelegram) -> AsyncIterator[TelegramAdapter]:
+    bot = make_bot(settings(fake))
+    async with bot:
+        yield TelegramAdapter(bot)
+
+
+async def test_send_posts_a_message_with_an_inline_keyboard_of_tokens(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    buttons = ((Button("Yes", "tok-yes"), Button("No", "tok-no")),)
+    ref = await adapter.send(CHAT, "Run rm -rf build?", buttons=buttons, silent=True)
+    shown = fake.messages[(42, int(ref.message_id))]
+    assert shown.text == "Run rm -rf build?"
+    assert shown.buttons == [("Yes", "tok-yes"), ("No", "tok-no")]
+    assert fake.calls_of("sendMessage")[-1].params["disable_notification"] == "true"
+
+
+async def test_formatted_text_is_sent_as_markdown_v2(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    [text] = adapter.format("**Done** in 1.5 s!", adapter.limits.max_text)
+    ref = await adapter.send(CHAT, text, markup="formatted")
+    shown = fake.messages[(42, int(ref.message_id))]
+    assert (shown.parse_mode, shown.text) == ("MarkdownV2", "Done in 1.5 s!")
+
+
+async def test_force_reply_asks_for_a_reply(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    await adapter.send(CHAT, "Your name?", force_reply=True)
+    markup = fake.calls_of("sendMessage")[-1].params["reply_markup"]
+    assert markup["force_reply"] is True
+
+
+async def test_a_forum_topic_message_goes_to_its_thread(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    ref = await adapter.send(ChatRef(str(GROUP), "5"), "in the topic")
+    assert fake.messages[(GROUP, int(ref.message_id))].thread_id == 5
+
+
+async def test_edit_replaces_text_and_buttons(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    ref = await adapter.send(CHAT, "working…", buttons=((Button("Stop", "t-stop"),),))
+    await adapter.edit(ref, "done · 3 s")
+    shown = fake.messages[(42, int(ref.message_id))]
+    assert (shown.text, shown.buttons) == ("done · 3 s", [])
+
+
+async def test_an_edit_to_the_same_text_is_not_modified(adapter: TelegramAdapter) -> None:
+    ref = await adapter.send(CHAT, "same")
+    with pytest.raises(NotModified):
+        await adapter.edit(ref, "same")
+
+
+async def test_editing_or_deleting_a_missing_message_says_it_is_gone(
+    adapter: TelegramAdapter,
+) -> None:
+    ghost = MessageRef(CHAT, "999")
+    with pytest.raises(MessageGone):
+        await adapter.edit(ghost, "x")
+    with pytest.raises(MessageGone):
+        await adapter.delete(ghost)
+
+
+async def test_delete_removes_the_message(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    ref = await adapter.send(CHAT, "bye")
+    await adapter.delete(ref)
+    assert fake.messages[(42, int(ref.message_id))].deleted
+
+
+async def test_unescaped_markdown_v2_is_bad_formatting(adapter: TelegramAdapter) -> None:
+    with pytest.raises(BadFormatting):
+        await adapter.send(CHAT, "version 1.5", markup="formatted")
+
+
+async def test_a_text_over_4096_utf16_units_is_too_long(adapter: TelegramAdapter) -> None:
+    with pytest.raises(TooLong):
+        await adapter.send(CHAT, "😀" * 2049)  # 2049 characters, 4098 UTF-16 units
+
+
+async def test_a_429_is_rate_limited_with_its_retry_after(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    fake.fail("sendMessage", "Too Many Requests: retry after 7", status=429, retry_after=7)
+    with pytest.raises(RateLimited) as caught:
+        await adapter.send(CHAT, "hello")
+    assert caught.value.retry_after == 7
+
+
+async def test_fast_edits_in_a_private_chat_are_rate_limited_by_telegram(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    fake.enforce_limits = True
+    ref = await adapter.send(CHAT, "a")
+    await adapter.edit(ref, "ab")
+    with pytest.raises(RateLimited) as caught:
+        await adapter.edit(ref, "abc")
+    assert caught.value.retry_after >= 1
+
+
+async def test_callback_data_over_64_bytes_is_a_permanent_error(adapter: TelegramAdapter) -> None:
+    with pytest.raises(PlatformError) as caught:
+        await adapter.send(CHAT, "pick", buttons=((Button("A", "x" * 65),),))
+    assert caught.value.permanent
+    assert "button_data_invalid" in str(caught.value).lower()
+
+
+async def test_an_unreachable_server_is_transient() -> None:
+    async with FakeTelegram() as gone:
+        bot = make_bot(settings(gone))
+        await bot.initialize()
+    try:
+        with pytest.raises(TransientError):
+            await TelegramAdapter(bot).send(CHAT, "anyone?")
+    finally:
+        await bot.shutdown()
+
+
+async def test_answer_press_answers_the_callback_query(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    ref = await adapter.send(CHAT, "pick", buttons=((Button("A", "tok-a"),),))
+    query_id = fake.press(42, int(ref.message_id), "tok-a")
+    await adapter.answer_press(query_id, "Only the owner may answer.", alert=True)
+    assert fake.answers[query_id] == ("Only the owner may answer.", True)
+    with pytest.raises(MessageGone):  # a second answer: "query is too old"
+        await adapter.answer_press(query_id)
+
+
+async def test_upload_sends_a_document(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    ref = await adapter.upload(CHAT, "output.txt", b"line\n" * 1000, caption="bash output")
+    shown = fake.messages[(42, int(ref.message_id))]
+    assert (shown.filename, shown.document, shown.text) == (
+        "output.txt",
+        b"line\n" * 1000,
+        "bash output",
+    )
+
+
+async def test_limits_come_from_telegrams_constants(adapter: TelegramAdapter) -> None:
+    limits = adapter.limits
+    assert (limits.max_text, limits.max_caption, limits.max_button_data) == (4096, 1024, 64)
+    assert limits.edit_interval == 1.0
+
+
+async def test_group_pacing_trades_private_speed_for_telegrams_group_limits(
+    fake: FakeTelegram,
+) -> None:
+    async with make_bot(settings(fake)) as bot:
+        limits = TelegramAdapter(bot, paced_for_groups=True).limits
+    assert limits.edit_interval == 3.0
+    assert limits.chat_rate == pytest.approx(20 / 60)
+
+
+def test_settings_read_the_documented_environment_names() -> None:
+    env = {
+        "TELEGRAM_BOT_TOKEN": "1:abc",
+        "TELEGRAM_API_BASE_URL": "http://127.0.0.1:9/bot",
+        "TELEGRAM_ALLOWED_USERS": "42, 7",
+        "TELEGRAM_APPROVERS": "42",
+    }
+    loaded = TelegramSettings.from_env(env)
+    assert (loaded.token, loaded.base_url) == ("1:abc", "http://127.0.0.1:9/bot")
+    assert (loaded.allowed_users, loaded.approvers) == (frozenset({"42", "7"}), frozenset({"42"}))
+    assert "1:abc" not in repr(loaded)
+    with pytest.raises(ValueError, match="TELEGRAM_BOT_TOKEN"):
+        TelegramSettings.from_env({})
+
+
+# --- polling ------------------------------------------------------------------------------
+
+
+class Recorder:
+    """Stands in for the bridge: records inbounds; `gate` holds handle() open."""
+
+    def __init__(self) -> None:
+        self.inbounds: list[Inbound] = []
+        self.gate: anyio.Event | None = None
+        self.bot_name = ""
+
+    async def handle(self, inbound: Inbound) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.inbounds.append(inbound)
+
+    def factory(self, adapter: Adapter, bot_name: str) -> AbstractAsyncContextManager[Recorder]:
+        self.bot_name = bot_name
+        return self
+
+    async def __aenter__(self) -> Recorder:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+async def test_polling_delivers_updates_and_confirms_them_only_after_handling(
+    fake: FakeTelegram,
+) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    recorder.gate = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
+        first = fake.message(42, "hello")
+        await fake.wait_for(lambda: fake.calls_of("getUpdates"))
+        # handle() has not returned: no poll may confirm the update meanwhile.
+        await anyio.sleep(0.3)
+        assert fake.confirmed == 0
+        assert [u["update_id"] for u in fake.updates] == [1]
+        recorder.gate.set()
+        await fake.wait_for(lambda: recorder.inbounds)
+        await fake.wait_for(lambda: fake.confirmed == 2)
+        fake.message(42, "again")
+        await fake.wait_for(lambda: len(recorder.inbounds) == 2)
+        stop.set()
+    assert [i.text for i in recorder.inbounds] == ["hello", "again"]
+    assert recorder.inbounds[0].event_id == "tg:1"
+    assert recorder.inbounds[0].sender.id == str(ALICE["id"])
+    assert first.message_id == 1
+    assert fake.confirmed == 3
+    assert recorder.bot_name == "pi_test_bot"
+    assert [c["command"] for c in fake.commands] == [name for name, _ in COMMANDS]
+    assert all(c.params.get("drop_pending_updates") != "true" for c in fake.calls)
+
+
+async def test_polling_downloads_the_largest_photo(fake: FakeTelegram) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
+        fake.message(42, "what is this?", photo=b"\xff\xd8 full size jpeg")
+        await fake.wait_for(lambda: recorder.inbounds)
+        stop.set()
+    [inbound] = recorder.inbounds
+    assert inbound.text == "what is this?"
+    assert [(i.data, i.mime_type) for i in inbound.images] == [
+        (b"\xff\xd8 full size jpeg", "image/jpeg")
+    ]
+
+
+async def test_group_messages_not_addressed_to_the_bot_are_ignored(fake: FakeTelegram) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
+        fake.message(GROUP, "just chatting")
+        fake.message(GROUP, "@pi_test_bot list the files")
+        await fake.wait_for(lambda: recorder.inbounds)
+        await fake.wait_for(lambda: fake.confirmed == 3)
+        stop.set()
+    assert [(i.key, i.text) for i in recorder.inbounds] == [(f"tg:{GROUP}", "list the files")]
+
+
+async def test_a_poll_answered_with_429_waits_and_polls_again(fake: FakeTelegram) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    fake.fail("getUpdates", "Too Many Requests: retry after 1", status=429, retry_after=1)
+    fake.message(42, "queued while rate limited")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
+        await fake.wait_for(lambda: recorder.inbounds)
+        stop.set()
+    assert recorder.inbounds[0].text == "queued while rate limited"
+
+
+async def test_an_update_not_yet_handled_at_shutdown_is_delivered_after_a_restart(
+    fake: FakeTelegram,
+) -> None:
+    stuck, stop = Recorder(), anyio.Event()
+    stuck.gate = anyio.Event()  # never set: handle() is still busy when the bot stops
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), stuck.factory, stop=stop))
+        fake.message(42, "sent just before a restart")
+        await fake.wait_for(lambda: fake.calls_of("getUpdates"))
+        await anyio.sleep(0.2)
+        stop.set()
+    assert stuck.inbounds == []
+    restarted, stop = Recorder(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), restarted.factory, stop=stop))
+        await fake.wait_for(lambda: restarted.inbounds)
+        stop.set()
+    assert [(i.event_id, i.text) for i in restarted.inbounds] == [
+        ("tg:1", "sent just before a restart")
+    ]
