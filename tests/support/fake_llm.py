@@ -29,12 +29,13 @@ import json
 import math
 import re
 import secrets
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+from tests.support.loopback import serve_on_loopback
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -192,20 +193,7 @@ class FakeLLM:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._models)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", 0))
-            site = web.SockSite(runner, sock)
-            await site.start()
-        except BaseException:
-            sock.close()
-            await runner.cleanup()
-            raise
-        self._port = int(sock.getsockname()[1])
-        self._runner = runner
+        self._runner, self._port = await serve_on_loopback(app)
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None

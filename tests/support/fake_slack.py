@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Self
 import anyio
 from aiohttp import WSMsgType, web
 
+from tests.support.loopback import serve_on_loopback
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
@@ -96,13 +98,7 @@ class FakeSlack:
         app.router.add_get("/socket", self._socket)
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_get("/files/{name}", self._file)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self._port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._runner, self._port = await serve_on_loopback(app)
         return self
 
     async def __aexit__(

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from tests.support.loopback import serve_on_loopback
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
@@ -153,11 +155,7 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.+}", self._file)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
+        self._runner, self.port = await serve_on_loopback(app)
         return self
 
     async def __aexit__(

@@ -1,0 +1,19 @@
+"""Start a fake server's aiohttp app on 127.0.0.1 at a free port (tests talk to nothing else)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+
+async def serve_on_loopback(app: web.Application) -> tuple[web.AppRunner, int]:
+    """The running app's runner (`cleanup()` stops it) and the port it got."""
+    # No access log or signal handlers: the tests own the process; a short shutdown
+    # timeout so a held-open long poll does not slow teardown.
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner, int(runner.addresses[0][1])
