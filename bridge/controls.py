@@ -19,6 +19,7 @@ from bridge.rpc.commands import (
     ClearQueue,
     Clone,
     Compact,
+    ExportHtml,
     Fork,
     GetAvailableModels,
     GetAvailableThinkingLevels,
@@ -200,8 +201,6 @@ async def _name(conv: Conversation, arg: str) -> list[Op]:
 
 
 async def _export(conv: Conversation, arg: str) -> list[Op]:
-    from bridge.rpc.commands import ExportHtml
-
     agent = await _live(conv)
     response = await agent.request(ExportHtml())
     path = anyio.Path(str(_data(response.data).get("path", "")))

@@ -19,7 +19,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -57,7 +57,7 @@ from bridge.rpc.ui import DIALOG_METHODS
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
 
@@ -76,7 +76,7 @@ CRASH_WINDOW = 60.0
 MAX_BACKOFF = 60.0
 
 
-class SlotGate:
+class SlotGate(Protocol):
     """What a conversation needs from the supervisor's live-agent cap."""
 
     async def acquire(self, conversation: Conversation) -> None: ...
@@ -218,10 +218,10 @@ class Conversation:
             prefixes=self.s.prefixes,
         )
 
-    async def _guarded(self, handler: Callable[..., object], *args: object) -> None:
+    async def _guarded(self, handler: Callable[..., Awaitable[None]], *args: object) -> None:
         """One intent's failure is told to the user and ends there."""
         try:
-            await handler(*args)  # type: ignore[misc]
+            await handler(*args)
         except AgentExited:
             pass  # the event pump reports the crash once
         except RpcError as exc:
@@ -485,15 +485,15 @@ class Conversation:
     async def _dialog_opened(self, event: object, now: float) -> None:
         request_id = str(getattr(event, "id", ""))
         timeout = getattr(event, "timeout", None)
-        if not (isinstance(timeout, int) and timeout > 0):
+        own = timeout / 1000 if isinstance(timeout, int) and timeout > 0 else None
+        if own is None:  # the agent would wait forever: the bridge's own deadline
             self._deadlines[request_id] = now + self.s.options.dialog_timeout
-        expires = self.s.wall() + (
-            timeout / 1000
-            if isinstance(timeout, int) and timeout > 0
-            else self.s.options.dialog_timeout
-        )
-        owner = self.record.owner if self.record else None
-        slot = self.renderer.dialog_slot(request_id)
+        wall = self.s.wall()
+        expires = wall + (own if own is not None else self.s.options.dialog_timeout)
+        # An input/editor dialog has no buttons but still needs a claim for take_dialog.
+        claims: list[tuple[str, str | None]] = [
+            (t, c.label) for t, c in self.renderer.dialog_tokens(request_id)
+        ] or [(self.s.tokens(), None)]
         records = [
             DialogRecord(
                 token=token,
@@ -501,28 +501,16 @@ class Conversation:
                 request_id=request_id,
                 method=str(getattr(event, "method", "")),
                 title=str(getattr(event, "title", "")),
-                choice=choice.label,
-                requester=owner,
+                choice=label,
+                requester=self.record.owner if self.record else None,
                 expires_at=expires,
                 message_chat=self.chat.chat_id,
                 message_thread=self.chat.thread_id,
-                message_id=slot,
-                created_at=self.s.wall(),
+                message_id=self.renderer.dialog_slot(request_id),
+                created_at=wall,
             )
-            for token, choice in self.renderer.dialog_tokens(request_id)
+            for token, label in claims
         ]
-        if not records:  # input/editor with no buttons still needs a claim for take_dialog
-            records = [
-                DialogRecord(
-                    token=self.s.tokens(),
-                    key=self.key,
-                    request_id=request_id,
-                    method=str(getattr(event, "method", "")),
-                    requester=owner,
-                    expires_at=expires,
-                    created_at=self.s.wall(),
-                )
-            ]
         await self.s.store.put_dialogs(records)
 
     def _release_held(self) -> None:
