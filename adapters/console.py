@@ -26,6 +26,7 @@ from bridge.model import (
     MessageRef,
     NotModified,
     PlatformLimits,
+    ReactionState,
     Sender,
 )
 from bridge.textsplit import split_text
@@ -105,6 +106,9 @@ class ConsoleAdapter:
     async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
         if text:
             self._write(f"  ({text})\n")
+
+    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
+        """Typed lines cannot be marked; the status message says the same."""
 
     def _keys(self, buttons: Keyboard) -> str:
         if not buttons:

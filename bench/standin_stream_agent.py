@@ -13,7 +13,11 @@ message. The final text ends with a line `[end <id>]` naming the prompt, so a be
 can tell from the chat when a given answer is complete.
 
 A prompt can override the defaults for its own run with `key=value` words in its
-text: `deltas=`, `rate=`, `size=`, `id=` (e.g. `"bench id=c7 deltas=0"`).
+text: `deltas=`, `rate=`, `size=`, `id=` (e.g. `"bench id=c7 deltas=0"`). With
+`marks=1` each delta is its sequence marker `d<n> ` (n from 1) instead of `size`
+characters, and at the end of the run the stamps file gets one line
+`<time> emits <id> <t1> <t2> …`: the monotonic time each delta was written, so a
+benchmark can tell how long each piece of text took to show.
 
 `--shape delta` (default) writes `message_update` as 0.87.1 does (deltas only);
 `--shape snapshot` as 0.73.1 does (the whole message so far, twice, in every update),
@@ -66,6 +70,7 @@ class Script:
     rate: float
     size: int
     run_id: str
+    marks: bool = False
 
 
 class Agent:
@@ -155,6 +160,7 @@ class Agent:
             rate=float(words.get("rate", d.rate)),
             size=int(words.get("size", d.size)),
             run_id=words.get("id", f"run{self._runs + 1}"),
+            marks=words.get("marks", "0") not in ("", "0"),
         )
 
     def _start(self, script: Script) -> None:
@@ -206,6 +212,7 @@ class Agent:
 
     def _deltas(self, script: Script, assistant: Record, piece: str) -> str:
         parts: list[str] = []
+        emitted: list[float] = []
         step = 1.0 / script.rate if script.rate > 0 else 0.0
         due = time.monotonic()
         for _ in range(script.deltas):
@@ -215,9 +222,17 @@ class Agent:
             wait = due - time.monotonic()
             if wait > 0:
                 time.sleep(wait)  # behind schedule: catch up without sleeping
+            if script.marks:
+                piece = f"d{len(parts) + 1} "
+                emitted.append(time.monotonic())
             parts.append(piece)
             event = {"type": "text_delta", "contentIndex": 0, "delta": piece}
             self._update(assistant, event, "".join(parts) if self.shape == "snapshot" else "")
+        if script.marks and self.stamps is not None:
+            # One line per run, written after the stream: no file I/O between deltas.
+            times = " ".join(f"{t:.6f}" for t in emitted)
+            self.stamps.write(f"{time.monotonic():.9f} emits {script.run_id} {times}\n".encode())
+            self.stamps.flush()
         return "".join(parts)
 
     def _update(self, assistant: Record, event: Record, text: str) -> None:

@@ -213,24 +213,19 @@ async def _telegram(loaded: Loaded, store: Store, metrics: Metrics, stopping: an
 
 
 async def _slack(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event) -> None:
-    # `adapters.slack.runner.run_slack` composed here from its parts, so the bridge can
-    # be registered for metrics and the drain starts on `stopping`.
-    from adapters.slack.adapter import SlackAdapter
-    from adapters.slack.runner import PREFIXES, build_client, slack_intake
+    from adapters.slack.runner import PREFIXES, run_slack
     from bridge.service import Bridge
 
     settings = loaded.slack
     assert settings is not None
     options = _for_platform(loaded.options, settings.allowed_users, settings.approvers)
-    adapter = SlackAdapter(build_client(settings), token=settings.bot_token)
 
-    async def owns(key: str) -> bool:
-        return await store.get_conversation(key) is not None
+    @contextlib.asynccontextmanager
+    async def bridge_for(adapter: Adapter) -> AsyncIterator[Counted]:
+        async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
+            yield metrics.counting("slack", bridge)
 
-    async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
-        handler = metrics.counting("slack", bridge)
-        async with slack_intake(settings, handler, adapter, owns):
-            await stopping.wait()
+    await run_slack(settings, bridge_for, store, stop=stopping)
 
 
 # --- check -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ takes: `BridgeOptions` and the settings of each configured platform.
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import tomllib
@@ -30,8 +31,8 @@ from adapters.slack.settings import SlackSettings
 from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
 from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
 from adapters.telegram.settings import TelegramSettings
-from bridge.model import ConversationSettings
-from bridge.options import AgentOptions, BridgeOptions
+from bridge.model import BusyPolicy, ConversationSettings, Verbosity
+from bridge.options import KEY_PREFIXES, AgentOptions, BridgeOptions, ChatOptions
 from bridge.paths import default_agent_argv
 from bridge.rpc.env import SecretInAgentEnv, agent_environment
 from bridge.store.base import redact_url
@@ -40,11 +41,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 
+log = logging.getLogger(__name__)
+
 DEFAULT_FILE = "pi-bridge.toml"
 
 # Secrets by their TOML location; they may only come from these environment names.
 SECRETS: dict[tuple[str, ...], str] = {
     ("telegram", "bot_token"): "TELEGRAM_BOT_TOKEN",
+    ("telegram", "webhook_secret"): "TELEGRAM_WEBHOOK_SECRET",
     ("slack", "bot_token"): "SLACK_BOT_TOKEN",
     ("slack", "app_token"): "SLACK_APP_TOKEN",
     ("slack", "signing_secret"): "SLACK_SIGNING_SECRET",
@@ -62,6 +66,10 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "TELEGRAM_FILE_BASE_URL": (("telegram", "file_base_url"), "str"),
     "TELEGRAM_ALLOWED_USERS": (("telegram", "allowed_users"), "list"),
     "TELEGRAM_APPROVERS": (("telegram", "approvers"), "list"),
+    "TELEGRAM_WEBHOOK_URL": (("telegram", "webhook_url"), "str"),
+    "TELEGRAM_WEBHOOK_SECRET": (("telegram", "webhook_secret"), "str"),
+    "TELEGRAM_WEBHOOK_LISTEN": (("telegram", "webhook_listen"), "str"),
+    "TELEGRAM_WEBHOOK_PORT": (("telegram", "webhook_port"), "str"),
     "SLACK_BOT_TOKEN": (("slack", "bot_token"), "str"),
     "SLACK_APP_TOKEN": (("slack", "app_token"), "str"),
     "SLACK_SIGNING_SECRET": (("slack", "signing_secret"), "str"),
@@ -74,9 +82,6 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "PI_BRIDGE_LOG_LEVEL": (("log", "level"), "str"),
     "PI_BRIDGE_LOG_FORMAT": (("log", "format"), "str"),
 }
-
-BusyPolicy = Literal["steer", "follow_up", "ask"]
-Verbosity = Literal["all", "compact", "off"]
 
 
 class ConfigError(Exception):
@@ -112,7 +117,12 @@ class TelegramSection(_Section):
     approvers: list[str] = []
     group_trigger: Literal["mention", "all"] = "mention"
     poll_timeout: int = Field(default=30, ge=0, le=50)  # Bot API caps long polls at 50 s
-    paced_for_groups: bool = False
+    # Groups are paced per chat now; the key stays accepted so old files load.
+    paced_for_groups: bool | None = None
+    webhook_url: str | None = None  # set: Telegram pushes updates instead of long polling
+    webhook_secret: str | None = Field(default=None, repr=False)
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=1, le=65535)
 
     _urls = field_validator("api_base_url", "file_base_url")(_http_url)
 
@@ -150,7 +160,7 @@ class DefaultsSection(_Section):
 
 
 class ChatSection(_Section):
-    """Overrides for one conversation key, e.g. `[chats."telegram:12345"]`."""
+    """Overrides for one conversation key and those under it, e.g. `[chats."tg:12345"]`."""
 
     workspace: Path | None = None
     agent_command: str | list[str] | None = None
@@ -390,8 +400,25 @@ def _build(
     argv = _argv(config.agent.command, name("agent", "command"), problems)
     if argv is None and config.agent.command is None:
         argv = default_agent_argv()
+    chats: dict[str, ChatOptions] = {}
     for key, chat in config.chats.items():
-        _argv(chat.agent_command, f'chats."{key}".agent_command{where}', problems)
+        if not key.startswith(KEY_PREFIXES):
+            problems.append(
+                f'chats."{key}"{where}: not a conversation key: they start with '
+                f"{', '.join(KEY_PREFIXES)} (`/status` shows a conversation's key)"
+            )
+            continue
+        chat_argv = _argv(chat.agent_command, f'chats."{key}".agent_command{where}', problems)
+        workspace = chat.workspace
+        if workspace is not None and not workspace.is_absolute():
+            workspace = cwd / workspace
+        chats[key] = ChatOptions(
+            workspace=workspace,
+            argv=tuple(chat_argv) if chat_argv else None,
+            approvers=frozenset(chat.approvers),
+            busy_policy=chat.busy_policy,
+            verbosity=chat.verbosity,
+        )
     try:
         agent_env = agent_environment(env, config.agent.env)
     except SecretInAgentEnv as exc:
@@ -418,6 +445,7 @@ def _build(
         dedupe_ttl=limits.dedupe_ttl,
         inbox_size=limits.inbox_size,
         settings=ConversationSettings(**config.defaults.model_dump()),
+        chats=chats,
     )
     return Loaded(config, path, options, telegram, slack)
 
@@ -429,6 +457,14 @@ def _telegram(section: TelegramSection | None, problems: list[str]) -> TelegramS
         # A [telegram] table (or a TELEGRAM_* setting) without its token is a half-done setup.
         problems.append("TELEGRAM_BOT_TOKEN (environment): not set, but Telegram is configured")
         return None
+    if section.webhook_url and not section.webhook_secret:
+        # Without the secret anyone who finds the URL could post updates as any user.
+        problems.append(
+            "TELEGRAM_WEBHOOK_SECRET (environment): not set, but telegram.webhook_url is"
+        )
+        return None
+    if section.paced_for_groups is not None:
+        log.warning("telegram.paced_for_groups is no longer used: groups are paced per chat")
     return TelegramSettings(
         token=section.bot_token,
         base_url=section.api_base_url,
@@ -437,7 +473,10 @@ def _telegram(section: TelegramSection | None, problems: list[str]) -> TelegramS
         approvers=frozenset(section.approvers),
         group_trigger=section.group_trigger,
         poll_timeout=section.poll_timeout,
-        paced_for_groups=section.paced_for_groups,
+        webhook_url=section.webhook_url,
+        webhook_secret=section.webhook_secret,
+        webhook_listen=section.webhook_listen,
+        webhook_port=section.webhook_port,
     )
 
 

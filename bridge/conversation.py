@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -54,6 +54,7 @@ from bridge.rpc.content import ImageContent
 from bridge.rpc.events import CompactionEnd, LegacyCompaction
 from bridge.rpc.signals import DialogExpired
 from bridge.rpc.ui import DIALOG_METHODS
+from bridge.stats import Stats
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class Services:
     wall: Callable[[], float]  # unix time: records and audit
     bot_name: str = ""
     prefixes: tuple[str, ...] = ("/",)
+    stats: Stats = field(default_factory=Stats)
 
 
 @dataclass
@@ -119,7 +121,7 @@ class Conversation:
             limits=services.adapter.limits,
             formatter=services.adapter.format,
             tokens=services.tokens,
-            settings=services.options.settings,
+            settings=services.options.settings_of(key),
         )
         self.agent: AgentClient | None = None
         self.spawning = False
@@ -135,6 +137,8 @@ class Conversation:
         self._asks: dict[str, _Ask] = {}
         self.pickers: dict[str, tuple[str, str]] = {}  # token → (picker kind, value)
         self._deadlines: dict[str, float] = {}  # bridge-side dialog timeouts
+        self._asked_at: dict[str, float] = {}  # open dialogs → when shown (answer latency)
+        self._arrived: dict[int, float] = {}  # id(queued inbound) → when it arrived
         self._run_started: float | None = None
         self._aborted_for_time = False
         self._spawns: list[float] = []
@@ -175,8 +179,9 @@ class Conversation:
 
     # --- intake ------------------------------------------------------------------------
 
-    def deliver(self, inbound: Inbound) -> None:
-        """Called by the bridge for an admitted inbound; never blocks."""
+    def deliver(self, inbound: Inbound, arrived: float | None = None) -> None:
+        """Called by the bridge for an admitted inbound; never blocks. `arrived`: when
+        the bridge got it (for the inbound-to-agent latency)."""
         self.last_active = self.s.clock()
         urgent = inbound.press is not None or self._is_stop(inbound)
         if urgent and self._tg is not None:
@@ -184,6 +189,7 @@ class Conversation:
             return
         try:
             self._inbox_send.send_nowait(inbound)
+            self._arrived[id(inbound)] = self.last_active if arrived is None else arrived
         except anyio.WouldBlock:
             self._submit(
                 self.renderer.notice(
@@ -199,14 +205,17 @@ class Conversation:
         if isinstance(item, Steer | FollowUp):
             await self.carry_out(item, None)
             return
-        await self.carry_out(route(item, self._view()), item)
+        arrived = self._arrived.pop(id(item), None)
+        intent = route(item, self._view())
+        await self.carry_out(intent, item)
+        if arrived is not None and isinstance(intent, Prompt | Steer | FollowUp):
+            self.s.stats.inbound_to_agent.observe(self.s.clock() - arrived)
 
     def _view(self) -> View:
         agent = self.agent
         replies: dict[str, str] = {}
-        for request_id in self.renderer.open_input_dialogs():
-            slot = self.renderer.dialog_slot(request_id)
-            ref = self.s.outbox.ref(self.key, slot) if slot else None
+        for slot, request_id in self.renderer.reply_targets().items():
+            ref = self.s.outbox.ref(self.key, slot)
             if ref is not None:
                 replies[ref.message_id] = request_id
         return View(
@@ -214,6 +223,7 @@ class Conversation:
             compacting=agent is not None and agent.state.compacting,
             policy=self.renderer.settings.busy_policy,
             input_dialogs=replies,
+            awaiting=self.renderer.awaiting_answers(),
             bot_name=self.s.bot_name,
             prefixes=self.s.prefixes,
         )
@@ -234,8 +244,7 @@ class Conversation:
 
     async def carry_out(self, intent: Intent, inbound: Inbound | None) -> None:
         if isinstance(intent, Prompt):
-            agent = await self.ensure_agent()
-            await agent.prompt(intent.text, self._images(intent.images))
+            await self._prompt(intent, inbound)
         elif isinstance(intent, Steer | FollowUp):
             await self._queue(intent)
         elif isinstance(intent, AskBusy):
@@ -259,6 +268,16 @@ class Conversation:
             self._submit(await controls.run(self, intent.name, intent.arg))
         elif isinstance(intent, Ignore):
             log.debug("conversation %s: ignored (%s)", self.key, intent.reason)
+
+    async def _prompt(self, intent: Prompt, inbound: Inbound | None) -> None:
+        """Start a run; the user's message shows it is being worked on until it ends."""
+        agent = await self.ensure_agent()
+        self._submit(self.renderer.working_on(inbound.message_id if inbound else None))
+        try:
+            await agent.prompt(intent.text, self._images(intent.images))
+        except BaseException:
+            self._submit(self.renderer.not_started())
+            raise
 
     async def _queue(self, intent: Steer | FollowUp) -> None:
         agent = self.agent
@@ -313,7 +332,7 @@ class Conversation:
 
     def may_answer(self, sender: Sender) -> bool:
         record = self.record
-        approvers = self.s.options.approvers | set(record.approvers if record else ())
+        approvers = self.s.options.approvers_of(self.key) | set(record.approvers if record else ())
         owner = record.owner if record else None
         return sender.id == owner or sender.id in approvers
 
@@ -329,6 +348,12 @@ class Conversation:
                 ]
             )
             return
+        typed = press.text if choice.form is not None else None
+        if choice.form is not None and typed is None:
+            # [Answer] on a platform without forms: ask for the answer as a message.
+            self._answer(press, "")  # the message it posts says what to do
+            self._submit(self.renderer.ask_reply(choice.request_id, sender.id))
+            return
         agent = self.agent
         if agent is None or not await self.s.store.take_dialog(choice.request_id, self.key):
             await self._stale(press)
@@ -336,12 +361,13 @@ class Conversation:
         self._deadlines.pop(choice.request_id, None)
         await agent.answer_dialog(
             choice.request_id,
-            value=choice.value,
+            value=typed if typed is not None else choice.value,
             confirmed=choice.confirmed,
             cancelled=choice.cancelled,
         )
-        self._answer(press, f"✓ {choice.label}")
-        await self._settled(choice.request_id, sender, choice.label)
+        label = typed[:100] if typed is not None else choice.label
+        self._answer(press, f"✓ {label}")
+        await self._settled(choice.request_id, sender, label)
 
     async def _reply(self, reply: DialogReply, sender: Sender) -> None:
         agent = self.agent
@@ -360,6 +386,9 @@ class Conversation:
         await self._settled(reply.request_id, sender, reply.text[:100])
 
     async def _settled(self, request_id: str, sender: Sender, label: str) -> None:
+        asked = self._asked_at.pop(request_id, None)
+        if asked is not None:
+            self.s.stats.dialog_answer.observe(self.s.clock() - asked)
         self._submit(
             self.renderer.close_dialog(request_id, f"✅ {sender.name or sender.id} chose: {label}")
         )
@@ -417,14 +446,17 @@ class Conversation:
 
     def spec(self) -> AgentSpec:
         options = self.s.options
-        argv = list(options.agent.argv)
+        argv = list(options.argv(self.key))
         record = self.record
         assert record is not None
         if options.agent.session_flags:
             argv += ["--session-dir", record.session_dir]
             if record.session_file and os.path.isfile(record.session_file):
                 argv += ["--session", record.session_file]
-        workspace = Path(record.workspace)
+        # A configured workspace wins over the one recorded when the conversation began,
+        # so moving a channel to another checkout takes effect at the next agent start.
+        chat = options.chat(self.key)
+        workspace = chat.workspace if chat and chat.workspace else Path(record.workspace)
         workspace.mkdir(parents=True, exist_ok=True)
         Path(record.session_dir).mkdir(parents=True, exist_ok=True)
         return AgentSpec(argv=argv, cwd=workspace, env=dict(options.agent.env))
@@ -444,6 +476,7 @@ class Conversation:
             self.agent = None
             self._agent_scope = None
             self._deadlines.clear()
+            self._asked_at.clear()
             self._run_started = None
             self.s.gate.release(self)
             self._agent_done.set()
@@ -452,6 +485,7 @@ class Conversation:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._ticker, agent)
             async for event in agent.events:
+                self.s.stats.event(event)
                 try:
                     await self._on_event(agent, event)
                 except Exception:
@@ -463,7 +497,9 @@ class Conversation:
         self._submit(self.renderer.apply(event, now))
         if isinstance(event, RunStarted):
             self._run_started, self._aborted_for_time = now, False
+            self.s.stats.runs_started += 1
         elif isinstance(event, RunEnded):
+            self.s.stats.runs_ended += 1
             self._run_started = None
             self.last_active = now
             self.s.gate.changed()
@@ -476,6 +512,7 @@ class Conversation:
             await self._dialog_opened(event, now)
         elif isinstance(event, DialogExpired):
             self._deadlines.pop(event.dialog.request.id, None)
+            self._asked_at.pop(event.dialog.request.id, None)
             await self.s.store.take_dialog(event.dialog.request.id, self.key)
         elif isinstance(event, CompactionEnd | LegacyCompaction):
             self._release_held()
@@ -486,6 +523,7 @@ class Conversation:
         request_id = str(getattr(event, "id", ""))
         timeout = getattr(event, "timeout", None)
         own = timeout / 1000 if isinstance(timeout, int) and timeout > 0 else None
+        self._asked_at[request_id] = now
         if own is None:  # the agent would wait forever: the bridge's own deadline
             self._deadlines[request_id] = now + self.s.options.dialog_timeout
         wall = self.s.wall()
@@ -550,6 +588,7 @@ class Conversation:
             if now < deadline:
                 continue
             del self._deadlines[request_id]
+            self._asked_at.pop(request_id, None)
             if await self.s.store.take_dialog(request_id, self.key):
                 await agent.answer_dialog(request_id, cancelled=True)
                 minutes = self.s.options.dialog_timeout / 60
@@ -565,6 +604,7 @@ class Conversation:
             return
         if not self._aborted_for_time:
             self._aborted_for_time = True
+            self.renderer.overtime()
             self._submit(
                 self.renderer.notice(f"⏱ The run passed the {limit:g} s limit; stopping it.")
             )
@@ -598,7 +638,7 @@ class Conversation:
             workspace=str(options.workspace(self.key)),
             session_dir=str(options.session_dir(self.key)),
             owner=self._first_sender.id,
-            settings=options.settings,
+            settings=options.settings_of(self.key),
             created_at=now,
             last_active=now,
         )

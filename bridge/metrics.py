@@ -1,10 +1,11 @@
 """Prometheus metrics (text format) and a health endpoint, served with aiohttp.
 
 Nothing is counted twice: the numbers are read, when scraped, from what the
-bridges already keep (agent slots, conversations, each outbox's `OutboxStats`);
-only inbound messages are counted here, by `Metrics.counting`, which wraps a
-bridge's `handle`. Served on `PI_BRIDGE_METRICS_PORT`, bound to 127.0.0.1
-unless `PI_BRIDGE_METRICS_HOST` says otherwise (the numbers reveal activity).
+bridges already keep (agent slots, conversations, each outbox's `OutboxStats`,
+the conversations' `bridge.stats.Stats`); only inbound messages are counted
+here, by `Metrics.counting`, which wraps a bridge's `handle`. Served on
+`PI_BRIDGE_METRICS_PORT`, bound to 127.0.0.1 unless `PI_BRIDGE_METRICS_HOST`
+says otherwise (the numbers reveal activity).
 
 `/metrics`: the text format. `/healthz`: 200 while every bridge accepts
 messages, 503 once one drains (so a load balancer stops sending first).
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from bridge.model import Inbound
     from bridge.service import Bridge
+    from bridge.stats import Histogram
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -93,8 +95,61 @@ class Metrics:
                 for m, n in sorted(b.outbox.stats.calls.items())
             ],
         )
+        stats = [(p, b.services.stats) for p, b in bridges]
+        family(
+            "pi_bridge_runs_started_total",
+            "counter",
+            "Agent runs started (prompts the agent began to answer).",
+            [(_labels(platform=p), st.runs_started) for p, st in stats],
+        )
+        family(
+            "pi_bridge_runs_finished_total",
+            "counter",
+            "Agent runs that came to an end (answered, stopped or failed).",
+            [(_labels(platform=p), st.runs_ended) for p, st in stats],
+        )
+        family(
+            "pi_bridge_agent_events_total",
+            "counter",
+            "Events read from agents, by kind.",
+            [
+                (_labels(platform=p, kind=k), n)
+                for p, st in stats
+                for k, n in sorted(st.events.items())
+            ],
+        )
         for name, attr, help_ in (
-            ("pi_bridge_platform_rate_limited_total", "rate_limited", "Calls refused with 429."),
+            (
+                "pi_bridge_inbound_to_agent_seconds",
+                "inbound_to_agent",
+                "From a platform message reaching the bridge to its prompt, steer or "
+                "follow-up being accepted by the agent (an agent's cold start included).",
+            ),
+            (
+                "pi_bridge_dialog_answer_seconds",
+                "dialog_answer",
+                "From an agent's dialog being shown to a person answering it.",
+            ),
+        ):
+            out.append(f"# HELP {name} {help_}")
+            out.append(f"# TYPE {name} histogram")
+            for p, st in stats:
+                histogram: Histogram = getattr(st, attr)
+                for le, n in histogram.cumulative():
+                    out.append(f"{name}_bucket{_labels(platform=p, le=le)} {n}")
+                out.append(f"{name}_sum{_labels(platform=p)} {histogram.total:g}")
+                out.append(f"{name}_count{_labels(platform=p)} {histogram.count}")
+        family(
+            "pi_bridge_platform_rate_limited_total",
+            "counter",
+            "Platform calls refused with 429 (rate limited), by method.",
+            [
+                (_labels(platform=p, method=m), n)
+                for p, b in bridges
+                for m, n in sorted(b.outbox.stats.rate_limited_calls.items())
+            ],
+        )
+        for name, attr, help_ in (
             ("pi_bridge_outbox_retries_total", "retries", "Calls repeated after a failure."),
             ("pi_bridge_outbox_dropped_total", "dropped", "Ops never carried out."),
             ("pi_bridge_outbox_coalesced_total", "coalesced", "Ops merged into queued ones."),

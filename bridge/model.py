@@ -26,10 +26,16 @@ ConversationKey = str  # "tg:<chat>", "tg:<chat>:<topic>", "slack:<team>:<channe
 
 @dataclass(frozen=True, slots=True)
 class ChatRef:
-    """Where to post: the platform's chat id and, for threads/topics, the thread id."""
+    """Where to post: the platform's chat id and, for threads/topics, the thread id.
+
+    `is_group` marks a chat the platform paces more strictly (Telegram groups); the
+    outbox then uses `PlatformLimits`' group values. It is not stored: a ChatRef is
+    rebuilt from every inbound update.
+    """
 
     chat_id: str
     thread_id: str | None = None
+    is_group: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,7 @@ class ButtonPress:
     token: str
     press_id: str
     message: MessageRef | None = None
+    text: str | None = None  # an answer typed into the button's `Form` (Slack modals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +85,7 @@ class Inbound:
     images: tuple[Image, ...] = ()
     reply_to: str | None = None
     press: ButtonPress | None = None
+    message_id: str | None = None  # the platform's id of this message (Slack ts)
     from_self: bool = False
     is_edit: bool = False
 
@@ -86,11 +94,23 @@ class Inbound:
 
 
 @dataclass(frozen=True, slots=True)
+class Form:
+    """A text field a platform may open for a button (a Slack modal): the press then
+    carries the typed answer in `ButtonPress.text`. Platforms without forms ignore it."""
+
+    title: str
+    prefill: str = ""
+    multiline: bool = False
+    placeholder: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Button:
     """A label and an opaque token (never option text: platforms cap its size)."""
 
     label: str
     token: str
+    form: Form | None = None
 
 
 Keyboard = tuple[tuple[Button, ...], ...]  # rows of buttons
@@ -147,7 +167,20 @@ class AnswerPress:
     alert: bool = False
 
 
-Op = Send | Edit | Delete | Upload | AnswerPress
+ReactionState = Literal["working", "done", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class React:
+    """Mark the user's message `message_id` (its platform id) with a run's state:
+    while the agent works on it, then done or failed. Platforms without
+    reactions ignore it."""
+
+    message_id: str
+    state: ReactionState
+
+
+Op = Send | Edit | Delete | Upload | AnswerPress | React
 
 
 # --- platform limits and the adapter ----------------------------------------------------
@@ -165,6 +198,19 @@ class PlatformLimits:
     edit_interval: float = 1.0  # seconds between edits of one message
     chat_rate: float = 1.0  # sends+edits per second per chat
     global_rate: float = 30.0  # calls per second over all chats
+    # In chats with `ChatRef.is_group`; None: the same as in private chats.
+    group_edit_interval: float | None = None
+    group_chat_rate: float | None = None
+
+    def edit_interval_in(self, chat: ChatRef) -> float:
+        if chat.is_group and self.group_edit_interval is not None:
+            return self.group_edit_interval
+        return self.edit_interval
+
+    def chat_rate_in(self, chat: ChatRef) -> float:
+        if chat.is_group and self.group_chat_rate is not None:
+            return self.group_chat_rate
+        return self.chat_rate
 
 
 class Formatter(Protocol):
@@ -205,6 +251,8 @@ class Adapter(Protocol):
 
     async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None: ...
 
+    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None: ...
+
 
 # --- platform errors ---------------------------------------------------------------------
 
@@ -243,13 +291,17 @@ class TransientError(PlatformError):
     permanent = False
 
 
+BusyPolicy = Literal["steer", "follow_up", "ask"]
+Verbosity = Literal["all", "compact", "off"]
+
+
 class ConversationSettings(BaseModel):
     """Per-conversation choices the user can change (persisted in the store)."""
 
     model_config = ConfigDict(frozen=True)
 
-    busy_policy: Literal["steer", "follow_up", "ask"] = "steer"
-    verbosity: Literal["all", "compact", "off"] = "all"
+    busy_policy: BusyPolicy = "steer"
+    verbosity: Verbosity = "all"
     model: str | None = None  # "provider/model-id"
     thinking: str | None = None
 
@@ -264,6 +316,7 @@ __all__ = [
     "Adapter",
     "AnswerPress",
     "BadFormatting",
+    "BusyPolicy",
     "Button",
     "ButtonPress",
     "ChatRef",
@@ -271,6 +324,7 @@ __all__ = [
     "ConversationSettings",
     "Delete",
     "Edit",
+    "Form",
     "Formatter",
     "Image",
     "Inbound",
@@ -283,10 +337,13 @@ __all__ = [
     "PlatformError",
     "PlatformLimits",
     "RateLimited",
+    "React",
+    "ReactionState",
     "Send",
     "Sender",
     "TooLong",
     "TransientError",
     "Upload",
+    "Verbosity",
     "rows",
 ]

@@ -11,11 +11,13 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bridge.model import ConversationSettings
+from bridge.model import BusyPolicy, ConversationSettings, Verbosity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
+
+KEY_PREFIXES = ("tg:", "slack:", "console")  # what a conversation key starts with
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,22 @@ class AgentOptions:
     # `--session-dir`/`--session` flags; off for agents without them (legacy 0.13
     # would read the bare directory argument as a first message).
     session_flags: bool = True
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    """Overrides for the conversations under one key (`[chats."<key>"]`).
+
+    A key covers itself and the keys under it: "slack:T1:C2" a channel's threads,
+    "tg:-100123" a group's forum topics. `busy_policy` and `verbosity` are where a
+    new conversation starts; its users may change them with commands.
+    """
+
+    workspace: Path | None = None
+    argv: tuple[str, ...] | None = None
+    approvers: frozenset[str] = frozenset()
+    busy_policy: BusyPolicy | None = None
+    verbosity: Verbosity | None = None
 
 
 @dataclass(frozen=True)
@@ -41,9 +59,43 @@ class BridgeOptions:
     dedupe_ttl: float = 24 * 60 * 60  # platforms redeliver within minutes; a day is ample
     inbox_size: int = 64  # queued messages per conversation before "slow down"
     settings: ConversationSettings = field(default_factory=ConversationSettings)
+    chats: Mapping[str, ChatOptions] = field(default_factory=dict)
+
+    def chat(self, key: str) -> ChatOptions | None:
+        """The overrides for `key`: its own, else those of the nearest key above it."""
+        while True:
+            found = self.chats.get(key)
+            if found is not None:
+                return found
+            key, sep, _ = key.rpartition(":")
+            if not sep:
+                return None
 
     def workspace(self, key: str) -> Path:
+        chat = self.chat(key)
+        if chat is not None and chat.workspace is not None:
+            return chat.workspace
         return self.data_dir / "workspaces" / safe_name(key)
+
+    def argv(self, key: str) -> tuple[str, ...]:
+        chat = self.chat(key)
+        return chat.argv if chat is not None and chat.argv else self.agent.argv
+
+    def approvers_of(self, key: str) -> frozenset[str]:
+        chat = self.chat(key)
+        return self.approvers | chat.approvers if chat is not None else self.approvers
+
+    def settings_of(self, key: str) -> ConversationSettings:
+        """What a new conversation under `key` starts with."""
+        chat = self.chat(key)
+        if chat is None:
+            return self.settings
+        changes = {
+            name: value
+            for name, value in (("busy_policy", chat.busy_policy), ("verbosity", chat.verbosity))
+            if value is not None
+        }
+        return self.settings.model_copy(update=changes)
 
     def session_dir(self, key: str) -> Path:
         return self.data_dir / "sessions" / safe_name(key)

@@ -6,6 +6,9 @@ table: idle → prompt; busy → steer, follow-up or ask, by policy; `>>` and
 `/later` queue a follow-up; `/stop` aborts; control commands map to RPC
 commands; unknown `/words` reach the agent as prompts (extension commands,
 prompt templates, skills); while the agent compacts, steer and follow-up wait.
+An input dialog is answered by a reply to its message or, after its [Answer]
+button was pressed without a form, by the presser's next message that is not
+a command.
 Authorization and duplicate detection happen before routing (they need the
 store); `screen()` is the pure part of that gate.
 """
@@ -85,6 +88,7 @@ class Stop:
 class Press:
     token: str
     press_id: str
+    text: str | None = None  # an answer typed into the button's form
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +123,17 @@ class View:
     policy: BusyPolicy = "steer"
     # platform message id of an open input/editor dialog's message → its request id
     input_dialogs: Mapping[str, str] | None = None
+    # sender id → request id of an input dialog whose [Answer] that sender pressed:
+    # their next message answers it (Slack cannot reply to one message)
+    awaiting: Mapping[str, str] | None = None
     bot_name: str = ""  # Telegram's "/cmd@botname" is normalised against it
     prefixes: tuple[str, ...] = ("/",)  # Slack threads also take "!cmd"
 
 
 def route(inbound: Inbound, view: View) -> Intent:
-    if inbound.press is not None:
-        return Press(inbound.press.token, inbound.press.press_id)
+    press = inbound.press
+    if press is not None:
+        return Press(press.token, press.press_id, press.text)
     dialogs = view.input_dialogs or {}
     if inbound.reply_to is not None and inbound.reply_to in dialogs:
         return DialogReply(dialogs[inbound.reply_to], inbound.text)
@@ -133,6 +141,9 @@ def route(inbound: Inbound, view: View) -> Intent:
     if not text and not inbound.images:
         return Ignore("empty message")
     command = parse_command(text, view.prefixes, view.bot_name)
+    awaited = (view.awaiting or {}).get(inbound.sender.id)
+    if awaited is not None and command is None and text:
+        return DialogReply(awaited, inbound.text)  # commands (/stop) stay commands
     if command is not None:
         return _command(command[0], command[1], inbound.images, view)
     if text.startswith(FOLLOW_UP_PREFIX):

@@ -110,11 +110,11 @@ class Bridge:
     async def handle(self, inbound: Inbound) -> None:
         """Admit one platform update and hand it on; never raises for its content."""
         try:
-            await self._admit(inbound)
+            await self._admit(inbound, self.services.clock())
         except Exception:
             log.exception("inbound for %s failed", inbound.key)
 
-    async def _admit(self, inbound: Inbound) -> None:
+    async def _admit(self, inbound: Inbound, arrived: float) -> None:
         gate = screen(inbound, self.options.allowed_users)
         if gate is not None and gate.action == "drop":
             return
@@ -125,7 +125,7 @@ class Bridge:
         if gate is not None:
             await self._refuse(inbound)
             return
-        if not await self.supervisor.deliver(inbound):
+        if not await self.supervisor.deliver(inbound, arrived):
             self._say(inbound, "⏳ The bridge is restarting; please send that again in a minute.")
 
     async def _refuse(self, inbound: Inbound) -> None:

@@ -84,7 +84,7 @@ class Supervisor:
             task_status.started()
             await anyio.sleep_forever()
 
-    async def deliver(self, inbound: Inbound) -> bool:
+    async def deliver(self, inbound: Inbound, arrived: float | None = None) -> bool:
         """Hand an admitted inbound to its conversation; False once draining."""
         if not self.accepting:
             return False
@@ -98,7 +98,7 @@ class Supervisor:
             except Exception:
                 del self.conversations[inbound.key]
                 raise
-        conversation.deliver(inbound)
+        conversation.deliver(inbound, arrived)
         return True
 
     async def _reaper(self) -> None:

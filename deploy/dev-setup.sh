@@ -34,37 +34,42 @@ if ! (cd "$repo_root" && "$venv/bin/python" -m pip install -q --disable-pip-vers
 fi
 grep -v -E "^WARNING: Location '.*' is ignored" "$log" >&2 || true
 
-# The redis store tests run against a real redis-server (Debian package redis-server).
-# Best effort: without it the setup still succeeds and only those tests fail, saying
-# how to install it.
-install_redis_server() {
-    command -v redis-server >/dev/null 2>&1 && return 0
-    local hint="install the Debian package redis-server yourself for the redis store tests"
+# Debian packages the tests use: a real redis-server for the redis store tests, and
+# docker-compose and systemd-analyze to validate the deploy files. Best effort:
+# without them the setup still succeeds and only those tests fail or skip, saying why.
+install_debian_packages() {
+    local missing=() pair command package
+    for pair in redis-server:redis-server docker-compose:docker-compose systemd-analyze:systemd; do
+        command="${pair%%:*}" package="${pair#*:}"
+        command -v "$command" >/dev/null 2>&1 || missing+=("$package")
+    done
+    [[ ${#missing[@]} -eq 0 ]] && return 0
+    local hint="install the Debian packages ${missing[*]} yourself for the tests that need them"
     if ! command -v apt-get >/dev/null 2>&1; then
-        echo "dev-setup: redis-server not found and apt-get is unavailable: $hint" >&2
+        echo "dev-setup: apt-get is unavailable: $hint" >&2
         return 0
     fi
     local sudo=""
     if [[ "$(id -u)" -ne 0 ]]; then
         if ! command -v sudo >/dev/null 2>&1; then
-            echo "dev-setup: redis-server not found, not root and no sudo: $hint" >&2
+            echo "dev-setup: not root and no sudo: $hint" >&2
             return 0
         fi
         sudo="sudo"
     fi
-    echo "dev-setup: installing redis-server (apt-get) for the redis store tests" >&2
+    echo "dev-setup: installing ${missing[*]} (apt-get) for the tests" >&2
     local apt="$sudo env DEBIAN_FRONTEND=noninteractive apt-get"
     # Only refresh the package lists when the install fails (they may be stale or empty).
-    if ! $apt install -y --no-install-recommends redis-server; then
+    if ! $apt install -y -q --no-install-recommends "${missing[@]}" >/dev/null; then
         echo "dev-setup: retrying after apt-get update" >&2
-        if ! { $apt update && $apt install -y --no-install-recommends redis-server; }; then
-            echo "dev-setup: could not install redis-server: $hint" >&2
+        if ! { $apt update -q >/dev/null && $apt install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }; then
+            echo "dev-setup: could not install ${missing[*]}: $hint" >&2
             return 0
         fi
     fi
     command -v redis-server >/dev/null 2>&1 ||
         echo "dev-setup: redis-server installed but not on PATH: $hint" >&2
 }
-install_redis_server
+install_debian_packages
 
 PYTHON="$venv/bin/python" bash "$repo_root/deploy/install-agents.sh"

@@ -242,3 +242,40 @@ async def test_the_bridges_secrets_never_reach_the_agents_shell(
     assert "PATH=" in dumped
     for value in secrets.values():
         assert value not in dumped
+
+
+async def test_chat_overrides_set_the_workspace_agent_approvers_and_policy(
+    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    from bridge.options import ChatOptions
+    from tests.conftest import require_agent
+    from tests.support.agents import DEFAULT_VERSION
+
+    require_agent(DEFAULT_VERSION)
+    gate = str(extension_path(DEFAULT_VERSION, "permission-gate.ts"))
+    checkout = tmp_path / "checkout"
+    (checkout / "build").mkdir(parents=True)
+    # Only this conversation's agent has the gate; the default one would just run rm.
+    chat_options = ChatOptions(
+        workspace=checkout,
+        argv=tuple(agent_home.argv(DEFAULT_VERSION, "-e", gate)),
+        approvers=frozenset({STRANGER.id}),
+        busy_policy="ask",
+    )
+    opts = bridge_options(agent_home, DEFAULT_VERSION, tmp_path, chats={KEY: chat_options})
+    fake_llm.add(
+        "clean",
+        Reply(tool_calls=[ToolCall("bash", {"command": "rm -rf build && echo removed"})]),
+        Reply(text="Finished cleaning."),
+    )
+    async with running_bridge(opts) as chat:
+        await chat.say("clean the build")
+        await chat.button("Yes", contains="rm -rf build")
+        await chat.say("and the cache too")
+        await chat.shown("The agent is busy")  # busy_policy "ask" from the override
+        await chat.press("Yes", sender=STRANGER, contains="rm -rf build")  # a chat approver
+        await chat.shown("Finished cleaning.")
+        await chat.idle()
+        assert not (checkout / "build").exists()
+        assert not opts.data_dir.joinpath("workspaces").exists()
+        assert chat.find(f"{STRANGER.name} chose: Yes") is not None

@@ -7,6 +7,7 @@ the working directory explicitly, so nothing here reads the real ones.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ import pytest
 
 from bridge.config import ConfigError, load_config
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
+from bridge.options import safe_name
 
 if TYPE_CHECKING:
     from bridge.config import Loaded
@@ -75,8 +77,18 @@ GOOD: list[tuple[str, str, dict[str, str]]] = [
     ("empty env values are unset", "", {"TELEGRAM_BOT_TOKEN": "", "PI_BRIDGE_STORE": ""}),
     (
         "chat overrides",
-        '[chats."telegram:1"]\nworkspace = "/srv/w"\nverbosity = "off"\n',
+        '[chats."tg:1"]\nworkspace = "/srv/w"\nverbosity = "off"\n',
         {},
+    ),
+    (
+        "telegram webhook",
+        '[telegram]\nwebhook_url = "https://bot.example/tg"\nwebhook_port = 8080\n',
+        {"TELEGRAM_BOT_TOKEN": "1:abc", "TELEGRAM_WEBHOOK_SECRET": "s3cret"},
+    ),
+    (
+        "old paced_for_groups",
+        "[telegram]\npaced_for_groups = true\n",
+        {"TELEGRAM_BOT_TOKEN": "1:a"},
     ),
 ]
 
@@ -129,9 +141,33 @@ BROKEN: list[tuple[str, str, dict[str, str], list[str]]] = [
     ),
     (
         "chat verbosity",
-        '[chats."telegram:1"]\nverbosity = "loud"\n',
+        '[chats."tg:1"]\nverbosity = "loud"\n',
         {},
-        ['chats."telegram:1".verbosity'],
+        ['chats."tg:1".verbosity'],
+    ),
+    (
+        "not a conversation key",
+        '[chats."telegram:1"]\nverbosity = "off"\n',
+        {},
+        ['chats."telegram:1"', "not a conversation key", "tg:"],
+    ),
+    (
+        "chat agent command",
+        '[chats."tg:1"]\nagent_command = "pi \'rpc"\n',
+        {},
+        ['chats."tg:1".agent_command', "shell command"],
+    ),
+    (
+        "webhook without its secret",
+        '[telegram]\nwebhook_url = "https://bot.example/tg"\n',
+        {"TELEGRAM_BOT_TOKEN": "1:abc"},
+        ["TELEGRAM_WEBHOOK_SECRET"],
+    ),
+    (
+        "webhook secret in the file",
+        '[telegram]\nwebhook_secret = "x"\n',
+        {"TELEGRAM_BOT_TOKEN": "1:abc"},
+        ["telegram.webhook_secret", "TELEGRAM_WEBHOOK_SECRET"],
     ),
     ("not toml", "store = \n", {}, ["not valid TOML"]),
     ("missing file", "", {"PI_BRIDGE_CONFIG": "/nonexistent/pi.toml"}, ["PI_BRIDGE_CONFIG"]),
@@ -299,3 +335,49 @@ def test_redact_filter_keeps_ordinary_records() -> None:
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "hello %s", ("world",), None)
     assert RedactSecrets(Redactor(["longsecretvalue"])).filter(record)
     assert record.getMessage() == "hello world"
+
+
+CHATS = """
+[defaults]
+busy_policy = "steer"
+[chats."tg:1"]
+workspace = "projects/site"
+agent_command = "pi --mode rpc --model a/b"
+approvers = ["7"]
+busy_policy = "ask"
+[chats."slack:T1:C2"]
+verbosity = "off"
+[chats."slack:T1:C2:171.5"]
+busy_policy = "follow_up"
+"""
+
+
+@pytest.mark.parametrize(
+    ("key", "argv0", "workspace", "approvers", "policy", "verbosity"),
+    [
+        ("tg:1", "pi", "projects/site", {"7", "9"}, "ask", "all"),
+        ("tg:1:55", "pi", "projects/site", {"7", "9"}, "ask", "all"),  # a topic of tg:1
+        ("tg:12", "default", None, {"9"}, "steer", "all"),  # not under tg:1
+        ("slack:T1:C2:99.1", "default", None, {"9"}, "steer", "off"),  # a channel's thread
+        ("slack:T1:C2:171.5", "default", None, {"9"}, "follow_up", "all"),  # its own key
+        ("slack:T1:C3", "default", None, {"9"}, "steer", "all"),
+    ],
+)
+def test_chat_overrides_apply_to_their_key_and_the_keys_under_it(
+    tmp_path: Path,
+    key: str,
+    argv0: str,
+    workspace: str | None,
+    approvers: set[str],
+    policy: str,
+    verbosity: str,
+) -> None:
+    loaded = load(tmp_path, CHATS, {"PI_BRIDGE_AGENT_COMMAND": "default --mode rpc"})
+    # The platform's approvers are added by the CLI per platform (`_for_platform`).
+    options = dataclasses.replace(loaded.options, approvers=frozenset({"9"}))
+    assert options.argv(key)[0] == argv0
+    own = options.data_dir / "workspaces" / safe_name(key)
+    assert options.workspace(key) == (tmp_path / workspace if workspace else own)
+    assert options.approvers_of(key) == approvers
+    assert options.settings_of(key).busy_policy == policy
+    assert options.settings_of(key).verbosity == verbosity

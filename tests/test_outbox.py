@@ -28,6 +28,7 @@ from bridge.model import (
     PlatformError,
     PlatformLimits,
     RateLimited,
+    React,
     Send,
     TransientError,
     Upload,
@@ -286,6 +287,39 @@ async def test_calls_in_one_chat_are_spaced_by_the_chat_rate() -> None:
     assert times[-1] == pytest.approx(2.5, abs=0.1)
 
 
+# Telegram's numbers: 1 s between edits of a private message; in groups 3 s, 20 a minute.
+TELEGRAM_LIKE = PlatformLimits(
+    edit_interval=1.0, chat_rate=1.0, group_edit_interval=3.0, group_chat_rate=20 / 60
+)
+# (chat, least seconds between two edits of its message, most calls in any minute)
+CHAT_PACES: list[tuple[ChatRef, float, int | None]] = [
+    (ChatRef("100"), 1.0, None),
+    (ChatRef("-200", is_group=True), 3.0, 20),
+    (ChatRef("-300", "7", is_group=True), 3.0, 20),  # a forum topic paces as its group
+    (ChatRef("400", is_group=False), 1.0, None),
+]
+
+
+async def test_group_chats_are_paced_for_groups_and_private_chats_for_private_in_one_run() -> None:
+    async with serving(TELEGRAM_LIKE, latency=0.1) as rig:
+        for chat, _, _ in CHAT_PACES:
+            rig.outbox.submit(f"tg:{chat.chat_id}", chat, [Send("answer", "…")])
+        for i in range(300):  # 30 s of an edit every 0.1 s in every chat at once
+            for chat, _, _ in CHAT_PACES:
+                rig.outbox.submit(f"tg:{chat.chat_id}", chat, [Edit("answer", f"v{i}")])
+            await rig.clock.sleep(0.1)
+        await rig.outbox.flush()
+    for chat, least_gap, per_minute in CHAT_PACES:
+        calls = [c for c in rig.platform.calls if c.chat == chat]
+        edits = [c.at for c in calls if c.kind == "edit"]
+        assert len(edits) >= 30 / least_gap * 0.8, (chat, len(edits))  # paced, not stalled
+        assert min(b - a for a, b in itertools.pairwise(edits)) >= least_gap - EPS, chat
+        assert rig.platform.last(chat).text == "v299"
+        if per_minute is not None:
+            times = [c.at for c in calls]
+            assert max(sum(1 for t in times if s <= t < s + 60) for s in times) <= per_minute
+
+
 async def test_calls_over_all_chats_stay_within_the_global_rate() -> None:
     async with serving(PlatformLimits(chat_rate=10.0, global_rate=5.0)) as rig:
         for n in range(20):
@@ -309,6 +343,18 @@ async def test_a_press_is_answered_ahead_of_the_chats_queued_and_rate_limited_me
     assert answer.at < 1.0
     assert rig.platform.answers == [("press-1", "Stopping…", False)]
     assert len(rig.platform.texts(CHAT)) == 5
+
+
+async def test_reactions_keep_their_order_without_waiting_behind_the_chats_messages() -> None:
+    async with serving() as rig:
+        rig.platform.fail_next("send", RateLimited(20.0))
+        rig.outbox.submit(KEY, CHAT, [Send("s0", "m0"), React("u1", "working")])
+        await rig.clock.sleep(0.1)
+        rig.outbox.submit(KEY, CHAT, [React("u1", "done")])
+        await rig.outbox.flush()
+    assert rig.platform.reactions == [("u1", "working"), ("u1", "done")]
+    assert all(c.at < 1.0 for c in rig.platform.calls_of("react"))
+    assert rig.outbox.stats.calls["react"] == 2
 
 
 @pytest.mark.parametrize(

@@ -23,9 +23,11 @@ from bridge.model import (
     ConversationSettings,
     Delete,
     Edit,
+    Form,
     Keyboard,
     Op,
     PlatformLimits,
+    React,
     Send,
     Upload,
 )
@@ -88,7 +90,7 @@ class Chat:
 
     def take(self, ops: list[Op]) -> list[Op]:
         for op in ops:
-            if not isinstance(op, AnswerPress):
+            if not isinstance(op, AnswerPress | React):
                 self.ops[op.slot] += 1
             self._one(op)
         return ops
@@ -552,13 +554,21 @@ DIALOGS: list[tuple[dict[str, Any], list[str], list[DialogChoice]]] = [
     ),
     (
         {"method": "input", "title": "Your name?", "placeholder": "Alice"},
-        ["✖ Cancel"],
-        [DialogChoice("req-1", "Cancel", cancelled=True)],
+        ["✍️ Answer", "✖ Cancel"],
+        [
+            DialogChoice("req-1", "Answer", form=Form("Your name?", placeholder="Alice")),
+            DialogChoice("req-1", "Cancel", cancelled=True),
+        ],
     ),
     (
         {"method": "editor", "title": "Edit", "prefill": "line 1\nline 2"},
-        ["✖ Cancel"],
-        [DialogChoice("req-1", "Cancel", cancelled=True)],
+        ["✍️ Answer", "✖ Cancel"],
+        [
+            DialogChoice(
+                "req-1", "Answer", form=Form("Edit", prefill="line 1\nline 2", multiline=True)
+            ),
+            DialogChoice("req-1", "Cancel", cancelled=True),
+        ],
     ),
 ]
 
@@ -587,24 +597,77 @@ def test_dialog_buttons_map_back_to_their_choices_until_the_dialog_closes(
     ("method", "wants_reply"),
     [("select", False), ("confirm", False), ("input", True), ("editor", True)],
 )
-def test_input_and_editor_dialogs_ask_for_a_reply_to_their_message(
+def test_input_and_editor_dialogs_take_a_reply_to_their_message(
     method: str, wants_reply: bool
 ) -> None:
     session = Session()
     session.feed(ui(method, title="T", options=["x"]))
     assert session.renderer.dialog_slot("req-1") == "dialog:req-1"
-    assert session.chat.messages["dialog:req-1"].force_reply is wants_reply
+    # Buttons, not ForceReply: Telegram allows only one of them on a message.
+    assert session.chat.messages["dialog:req-1"].force_reply is False
     assert session.renderer.open_input_dialogs() == (["req-1"] if wants_reply else [])
+    targets = {"dialog:req-1": "req-1"} if wants_reply else {}
+    assert session.renderer.reply_targets() == targets
     session.do(session.renderer.close_dialog("req-1", "done"))
     assert session.renderer.dialog_slot("req-1") is None
     assert session.renderer.open_input_dialogs() == []
+    assert session.renderer.reply_targets() == {}
+
+
+def test_only_the_answer_button_of_an_input_dialog_carries_a_form() -> None:
+    session = Session()
+    session.feed(ui("input", title="Branch name?", placeholder="main"))
+    [answer, cancel] = [b for row in session.chat.messages["dialog:req-1"].buttons for b in row]
+    assert answer.form == Form("Branch name?", placeholder="main")
+    assert cancel.form is None
+
+
+ASK_REPLY: list[tuple[str, str, bool]] = [
+    ("input", "Your name?", True),
+    ("editor", "Edit", True),
+    ("select", "Pick", False),
+    ("confirm", "Sure?", False),
+]
+
+
+@pytest.mark.parametrize(("method", "title", "asks"), ASK_REPLY)
+def test_answer_without_a_form_posts_a_force_reply_message_that_answers_too(
+    method: str, title: str, asks: bool
+) -> None:
+    session = Session()
+    session.feed(ui(method, title=title, options=["x"]))
+    ops = session.do(session.renderer.ask_reply("req-1", "42"))
+    if not asks:
+        assert ops == []
+        assert session.renderer.awaiting_answers() == {}
+        return
+    prompt = session.chat.messages["reply:req-1"]
+    assert prompt.force_reply is True
+    assert prompt.text.startswith("✍️ Reply to this message with your answer")
+    assert title in prompt.text
+    assert session.renderer.reply_targets() == {"dialog:req-1": "req-1", "reply:req-1": "req-1"}
+    assert session.renderer.awaiting_answers() == {"42": "req-1"}
+    # A second press (by an approver) moves the waiting, without a second message.
+    assert session.do(session.renderer.ask_reply("req-1", "7")) == []
+    assert session.renderer.awaiting_answers() == {"7": "req-1"}
+    session.do(session.renderer.close_dialog("req-1", "✅ alice chose: x"))
+    assert session.chat.text("reply:req-1").endswith("✅ alice chose: x")
+    assert session.renderer.reply_targets() == {}
+    assert session.renderer.awaiting_answers() == {}
+
+
+def test_answer_on_a_closed_dialog_asks_for_nothing() -> None:
+    session = Session()
+    session.feed(ui("input", title="Name?"))
+    session.do(session.renderer.close_dialog("req-1", "done"))
+    assert session.renderer.ask_reply("req-1", "42") == []
 
 
 def test_an_editor_dialog_shows_its_prefill_in_a_code_block() -> None:
     session = Session()
     session.feed(ui("editor", title="Edit text", prefill="prefill\nline2"))
     text = session.chat.text("dialog:req-1")
-    assert text.startswith("✍️ Edit text — reply to this message with your answer")
+    assert text.startswith("✍️ Edit text — press ✍️ Answer to reply")
     assert "```\nprefill\nline2\n```" in text
 
 
@@ -1007,3 +1070,68 @@ def test_the_tool_result_type_accepts_a_legacy_error_string() -> None:
     assert not isinstance(item.result, ToolResult)
     session.feed(item)
     assert "ENOENT" in session.chat.text("tool:c1")
+
+
+# --- reactions on the user's message -------------------------------------------------------
+
+
+def reactions(ops: list[Op]) -> list[tuple[str, str]]:
+    return [(op.message_id, op.state) for op in ops if isinstance(op, React)]
+
+
+def _loop(*events: AgentEvent) -> list[AgentEvent]:
+    return [RunStarted(), event(type="agent_start"), start(), *events]
+
+
+def _closed(*events: AgentEvent) -> list[AgentEvent]:
+    return [*_loop(*events), event(type="agent_end", messages=[]), RunEnded()]
+
+
+REACTIONS: list[tuple[str, list[AgentEvent], bool, str | None]] = [
+    ("an answered run is done", _closed(end("ok")), False, "done"),
+    ("a model error is failed", _closed(end("", stop="error", error="500")), False, "failed"),
+    ("a stop is done", _closed(end("x", stop="aborted", error="aborted")), False, "done"),
+    ("an abort for time is failed", _closed(end("x", stop="aborted")), True, "failed"),
+    (
+        "an extension command without a loop is done",
+        [RunStarted(), ui("notify", message="hi"), RunEnded()],
+        False,
+        "done",
+    ),
+    ("an agent that dies mid-run is failed", [*_loop(), AgentGone(1, "")], False, "failed"),
+    ("a prompt that never started a run is failed", [AgentGone(1, "")], False, "failed"),
+    ("a run still going stays working", _loop(), False, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("events", "overtime", "final"), [r[1:] for r in REACTIONS], ids=[r[0] for r in REACTIONS]
+)
+def test_the_users_message_is_marked_working_then_how_its_run_ended(
+    events: list[AgentEvent], overtime: bool, final: str | None
+) -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on("m1"))
+    for item in events:
+        ops += session.feed(item)
+        if overtime and isinstance(item, RunStarted):
+            session.renderer.overtime()
+    expected = [("m1", "working")] + ([("m1", final)] if final else [])
+    assert reactions(ops) == expected
+
+
+def test_only_the_run_a_message_started_marks_it() -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on(None))  # a queued follow-up: no message
+    ops += session.feed(*_closed(end("first")))
+    ops += session.do(session.renderer.working_on("m2"))
+    ops += session.feed(*_closed(end("second")), *_closed(end("third")))
+    assert reactions(ops) == [("m2", "working"), ("m2", "done")]
+
+
+def test_a_prompt_that_failed_to_send_is_marked_failed_once() -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on("m1"))
+    ops += session.do(session.renderer.not_started())
+    ops += session.do(session.renderer.not_started())
+    assert reactions(ops) == [("m1", "working"), ("m1", "failed")]

@@ -103,6 +103,42 @@ ROUTES: list[tuple[str, Inbound, View, Intent]] = [
         DialogReply("req-1", "my answer"),
     ),
     ("reply to another message is a message", msg("x", reply_to="5"), BUSY, Steer("x")),
+    (
+        "press with a typed answer carries it",
+        msg(press=ButtonPress("tok", "cb1", text="my answer")),
+        BUSY,
+        Press("tok", "cb1", "my answer"),
+    ),
+    (
+        "next message of who pressed answer answers",
+        msg("feature/x"),
+        View(busy=True, awaiting={"42": "req-1"}),
+        DialogReply("req-1", "feature/x"),
+    ),
+    (
+        "next message of someone else is a message",
+        msg("feature/x"),
+        View(busy=True, awaiting={"7": "req-1"}),
+        Steer("feature/x"),
+    ),
+    (
+        "a command while an answer is awaited stays a command",
+        msg("/stop"),
+        View(busy=True, awaiting={"42": "req-1"}),
+        Stop(),
+    ),
+    (
+        "an empty message while an answer is awaited is ignored",
+        msg(" "),
+        View(busy=True, awaiting={"42": "req-1"}),
+        Ignore("empty message"),
+    ),
+    (
+        "a reply to a dialog wins over the awaited one",
+        msg("a", reply_to="77"),
+        View(busy=True, input_dialogs={"77": "req-2"}, awaiting={"42": "req-1"}),
+        DialogReply("req-2", "a"),
+    ),
 ]
 
 

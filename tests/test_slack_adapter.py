@@ -3,6 +3,7 @@ Web API calls, error mapping, and Socket Mode delivery (acked, once per event)."
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -17,12 +18,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.convert import Identity
-from adapters.slack.runner import run_slack, slack_intake
+from adapters.slack.runner import PREFIXES, run_slack, slack_intake
 from adapters.slack.settings import SlackSettings
 from bridge.model import (
     BadFormatting,
     Button,
     ChatRef,
+    Form,
     Image,
     MessageGone,
     MessageRef,
@@ -32,6 +34,7 @@ from bridge.model import (
     TransientError,
 )
 from bridge.options import AgentOptions, BridgeOptions
+from bridge.service import Bridge
 from bridge.store import open_store
 from tests.support.fake_slack import ALICE, BOT_ID, BOT_USER, CHANNEL, TEAM, FakeSlack
 
@@ -119,6 +122,22 @@ async def test_a_press_is_answered_privately_to_the_presser(
     assert call.args["thread_ts"] == THREAD.thread_id
     await adapter.answer_press(f"{CHANNEL}|{ALICE}|", "")
     assert len(slack.called("chat.postEphemeral")) == 1
+
+
+async def test_a_users_message_shows_eyes_while_working_then_how_the_run_ended(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    await adapter.react(THREAD, "171.1", "working")
+    assert slack.reactions["171.1"] == ["eyes"]
+    await adapter.react(THREAD, "171.1", "working")  # already_reacted is fine
+    await adapter.react(THREAD, "171.1", "done")
+    assert slack.reactions["171.1"] == ["white_check_mark"]
+    await adapter.react(THREAD, "171.2", "failed")  # no eyes to remove: no_reaction is fine
+    assert slack.reactions["171.2"] == ["x"]
+    assert slack.called("reactions.add")[0].args["channel"] == CHANNEL
+    slack.fail("reactions.add", "missing_scope")
+    with pytest.raises(PlatformError):
+        await adapter.react(THREAD, "171.3", "working")
 
 
 async def test_an_upload_lands_in_the_thread_and_can_be_deleted(
@@ -281,6 +300,46 @@ async def test_a_button_press_is_acked_and_delivered_with_its_token(
     assert slack.called("chat.postEphemeral")[0].args["user"] == ALICE
 
 
+async def test_a_press_on_a_form_button_opens_a_modal_whose_submission_carries_the_text(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    form = Form("Branch name?", prefill="main")
+    buttons = ((Button("Answer", "tok-ans", form), Button("Cancel", "tok-no")),)
+    ref = await adapter.send(THREAD, "Branch?", buttons=buttons)
+    async with slack_intake(settings, bridge, adapter):
+        await slack.acked(await slack.press(ref.message_id, "pi_bridge:0.0"))
+        await slack.wait_until(lambda: bool(slack.views))
+        assert bridge.inbounds == [], "the press waits for the submission"
+        await slack.acked(await slack.submit_view(values={"answer": "feature/x"}))
+        await bridge.count(1)
+        await slack.press(ref.message_id, "pi_bridge:0.1")
+        await bridge.count(2)
+    [view] = slack.views.values()
+    assert view["blocks"][-1]["element"]["initial_value"] == "main"
+    answered, cancelled = bridge.inbounds
+    assert answered.press is not None
+    assert (answered.press.token, answered.press.text) == ("tok-ans", "feature/x")
+    assert answered.press.message == ref
+    assert answered.key == f"slack:{TEAM}:{THREAD.chat_id}:{THREAD.thread_id}"
+    assert cancelled.press is not None
+    assert (cancelled.press.token, cancelled.press.text) == ("tok-no", None)
+
+
+async def test_a_form_slack_will_not_open_falls_back_to_a_plain_press(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    ref = await adapter.send(THREAD, "Branch?", buttons=((Button("A", "tok", Form("B?")),),))
+    slack.fail("views.open", "expired_trigger_id")
+    async with slack_intake(settings, bridge, adapter):
+        await slack.press(ref.message_id, "pi_bridge:0.0")
+        await bridge.count(1)
+    assert bridge.inbounds[0].press is not None
+    assert bridge.inbounds[0].press.text is None
+    assert not slack.views
+
+
 async def test_a_photo_in_a_dm_arrives_as_an_image(
     slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
 ) -> None:
@@ -421,10 +480,17 @@ async def test_run_slack_refuses_a_stranger_politely_without_agent_work(
     )
     # An agent that cannot start: the test fails if the bridge tries to.
     agent = AgentOptions(argv=("/nonexistent/pi",), env={})
+    options = BridgeOptions(tmp_path, agent, allowed_users=settings.allowed_users)
     store = await open_store("sqlite", tmp_path)
+
+    @contextlib.asynccontextmanager
+    async def bridge_for(adapter: SlackAdapter) -> AsyncIterator[Bridge]:
+        async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
+            yield bridge
+
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(run_slack, settings, BridgeOptions(tmp_path, agent), store)
+            tg.start_soon(run_slack, settings, bridge_for, store)
             await slack.dm("let me in", user="U0EVE")
             refusal = await slack.wait_for("chat.postMessage")
             tg.cancel_scope.cancel()

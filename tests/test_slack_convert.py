@@ -114,6 +114,7 @@ def test_messages_for_the_bridge_become_inbounds(
     assert not inbound.sender.is_bot
     assert not inbound.is_edit
     assert inbound.event_id == "Ev1"
+    assert inbound.message_id == event["ts"]  # where reactions go
 
 
 @pytest.mark.parametrize(

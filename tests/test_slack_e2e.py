@@ -6,6 +6,7 @@ Assertions are on what the Slack thread shows, as a user would see it."""
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -24,13 +25,14 @@ from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from pathlib import Path
 
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
     from tests.support.fake_slack import Posted
 
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
+
+ASK_ANSWER = Path(__file__).parent / "support" / "extensions" / "ask-answer.ts"
 
 # Fast platform: these tests watch behaviour, not Slack's pacing.
 LIMITS = PlatformLimits(
@@ -55,9 +57,11 @@ def version(request: pytest.FixtureRequest) -> str:
 
 
 @contextlib.asynccontextmanager
-async def slack_bridge(home: AgentHome, version: str, tmp_path: Path) -> AsyncIterator[FakeSlack]:
+async def slack_bridge(
+    home: AgentHome, version: str, tmp_path: Path, *extra: str
+) -> AsyncIterator[FakeSlack]:
     opts = options(
-        tmp_path / "data", home.argv(version), home.env(), allowed_users=frozenset({ALICE})
+        tmp_path / "data", home.argv(version, *extra), home.env(), allowed_users=frozenset({ALICE})
     )
     store = await open_store("sqlite", opts.data_dir)
     try:
@@ -158,3 +162,111 @@ async def test_a_direct_message_is_its_own_conversation_outside_threads(
         await slack.dm("answer me privately")
         answer = await until_shown(slack, None, "Answered in the DM.")
         assert answer.channel == DM_CHANNEL
+
+
+def action_id(message: Posted, label: str) -> str:
+    return next(
+        str(e["action_id"])
+        for b in message.blocks
+        for e in b.get("elements", [])
+        if label in e.get("text", {}).get("text", "")
+    )
+
+
+def agent_got(llm: FakeLLM, answer: str) -> bool:
+    """Whether the extension's report of the dialog's answer reached the model."""
+    return any(f"answer={answer}" in str(m) for r in llm.requests for m in r.messages)
+
+
+@pytest.mark.parametrize(
+    ("method", "field", "shown"),
+    [
+        ("input", "placeholder", {"type": "plain_text", "text": "feature/…", "emoji": True}),
+        ("editor", "initial_value", "draft text"),
+    ],
+)
+async def test_an_input_dialog_is_answered_in_a_modal_opened_by_its_answer_button(
+    version: str,
+    method: str,
+    field: str,
+    shown: object,
+    fake_llm: FakeLLM,
+    agent_home: AgentHome,
+    tmp_path: Path,
+) -> None:
+    fake_llm.add(
+        "branch",
+        Reply(tool_calls=[ToolCall("bash", {"command": f"echo ask-{method}"})]),
+        Reply(text="Branch noted."),
+    )
+    async with slack_bridge(agent_home, version, tmp_path, "-e", str(ASK_ANSWER)) as slack:
+        root = (await slack.mention("pick a branch"))["payload"]["event"]["ts"]
+        dialog = await until_shown(slack, root, "Answer")
+        await slack.acked(await slack.press(dialog.ts, action_id(dialog, "Answer")))
+        await slack.wait_until(lambda: bool(slack.views), WAIT)
+        [view] = slack.views.values()
+        [field_block] = [b for b in view["blocks"] if b["type"] == "input"]
+        assert field_block["element"][field] == shown
+        assert field_block["element"]["multiline"] is (method == "editor")
+        await slack.acked(await slack.submit_view(values={"answer": "feature/kiwi"}))
+        await until_shown(slack, root, "Branch noted.")
+        await until_shown(slack, root, "chose: feature/kiwi")
+    assert agent_got(fake_llm, "feature/kiwi")
+    assert not slack.messages[dialog.ts].blocks[-1].get("elements"), "buttons left behind"
+
+
+async def test_when_slack_refuses_the_modal_the_next_thread_message_answers(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "branch",
+        Reply(tool_calls=[ToolCall("bash", {"command": "echo ask-input"})]),
+        Reply(text="Branch noted."),
+    )
+    async with slack_bridge(agent_home, version, tmp_path, "-e", str(ASK_ANSWER)) as slack:
+        root = (await slack.mention("pick a branch"))["payload"]["event"]["ts"]
+        dialog = await until_shown(slack, root, "Answer")
+        slack.fail("views.open", "expired_trigger_id")
+        await slack.press(dialog.ts, action_id(dialog, "Answer"))
+        await until_shown(slack, root, "Reply to this message with your answer")
+        await slack.thread_message("main-line", root)
+        await until_shown(slack, root, "Branch noted.")
+    assert agent_got(fake_llm, "main-line")
+    assert not slack.views
+
+
+async def test_cancel_still_cancels_an_input_dialog(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "branch",
+        Reply(tool_calls=[ToolCall("bash", {"command": "echo ask-input"})]),
+        Reply(text="Branch noted."),
+    )
+    async with slack_bridge(agent_home, version, tmp_path, "-e", str(ASK_ANSWER)) as slack:
+        root = (await slack.mention("pick a branch"))["payload"]["event"]["ts"]
+        dialog = await until_shown(slack, root, "Answer")
+        await slack.press(dialog.ts, action_id(dialog, "Cancel"))
+        await until_shown(slack, root, "Branch noted.")
+    assert agent_got(fake_llm, "<cancelled>")
+    assert not slack.views
+
+
+async def test_a_mention_shows_eyes_while_the_run_works_and_a_check_mark_after(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "slowly",
+        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 1.5; echo ok"})]),
+        Reply(text="Finished slowly."),
+    )
+    async with slack_bridge(agent_home, version, tmp_path) as slack:
+        root = (await slack.mention("do it slowly"))["payload"]["event"]["ts"]
+        await until_shown(slack, root, "bash")
+        assert slack.reactions.get(root) == ["eyes"]
+        await until_shown(slack, root, "Finished slowly.")
+        await slack.wait_until(lambda: slack.reactions.get(root) == ["white_check_mark"], WAIT)
+        fake_llm.add("BROKEN", Reply(status=400, error_message="bad request"))
+        reply = (await slack.thread_message("BROKEN now", root))["payload"]["event"]["ts"]
+        await slack.wait_until(lambda: slack.reactions.get(reply) == ["x"], WAIT)
+    assert slack.reactions[root] == ["white_check_mark"]

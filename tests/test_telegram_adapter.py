@@ -1,6 +1,6 @@
 """The real python-telegram-bot against the fake Bot API: what `TelegramAdapter`
-does to a chat, how Telegram's errors reach the bridge, and how polling confirms
-updates only after they were handled."""
+does to a chat, how Telegram's errors reach the bridge, how polling confirms
+updates only after they were handled, and how the webhook takes them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from adapters.telegram.adapter import TelegramAdapter
-from adapters.telegram.runner import COMMANDS, make_bot, serve
+from adapters.telegram.runner import ALLOWED_UPDATES, COMMANDS, make_bot, serve
 from adapters.telegram.settings import TelegramSettings
 from bridge.model import (
     BadFormatting,
@@ -24,7 +24,8 @@ from bridge.model import (
     TooLong,
     TransientError,
 )
-from tests.support.fake_telegram import ALICE, TOKEN, FakeTelegram
+from bridge.router import CONTROL_COMMANDS
+from tests.support.fake_telegram import ALICE, SECRET, TOKEN, FakeTelegram, free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -198,13 +199,19 @@ async def test_limits_come_from_telegrams_constants(adapter: TelegramAdapter) ->
     assert limits.edit_interval == 1.0
 
 
-async def test_group_pacing_trades_private_speed_for_telegrams_group_limits(
+async def test_groups_are_paced_for_telegrams_group_limits_and_private_chats_faster(
     fake: FakeTelegram,
 ) -> None:
     async with make_bot(settings(fake)) as bot:
-        limits = TelegramAdapter(bot, paced_for_groups=True).limits
-    assert limits.edit_interval == 3.0
-    assert limits.chat_rate == pytest.approx(20 / 60)
+        limits = TelegramAdapter(bot).limits
+    group, private = ChatRef("-100777", is_group=True), ChatRef("42")
+    assert (limits.edit_interval_in(group), limits.edit_interval_in(private)) == (3.0, 1.0)
+    assert limits.chat_rate_in(group) == pytest.approx(20 / 60)
+    assert limits.chat_rate_in(private) == 1.0
+
+
+def test_the_command_menu_lists_every_bridge_command() -> None:
+    assert {name for name, _ in COMMANDS} == CONTROL_COMMANDS | {"stop", "later", "steer"}
 
 
 def test_settings_read_the_documented_environment_names() -> None:
@@ -335,3 +342,72 @@ async def test_an_update_not_yet_handled_at_shutdown_is_delivered_after_a_restar
     assert [(i.event_id, i.text) for i in restarted.inbounds] == [
         ("tg:1", "sent just before a restart")
     ]
+
+
+# --- webhook ------------------------------------------------------------------------------
+
+
+def webhook_settings(fake: FakeTelegram) -> TelegramSettings:
+    port = free_port()
+    return settings(
+        fake,
+        webhook_url=f"http://127.0.0.1:{port}/telegram/hook",
+        webhook_secret=SECRET,
+        webhook_port=port,
+    )
+
+
+async def test_the_webhook_is_set_with_its_secret_and_answers_before_handling_ends(
+    fake: FakeTelegram,
+) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    recorder.gate = anyio.Event()  # handle() stays busy until the test lets it go
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(webhook_settings(fake), recorder.factory, stop=stop))
+        await fake.wait_for(lambda: fake.webhook)
+        fake.message(42, "first")
+        fake.message(42, "second")
+        with anyio.fail_after(2):  # 200 at once although the bridge is still busy
+            assert await fake.push() == [200, 200]
+        stop.set()  # pending handling must still finish
+        recorder.gate.set()
+    assert [i.text for i in recorder.inbounds] == ["first", "second"]
+    assert fake.webhook.endswith("/telegram/hook")
+    assert (fake.webhook_secret, fake.webhook_updates) == (SECRET, list(ALLOWED_UPDATES))
+    assert not fake.calls_of("getUpdates")
+    assert not fake.calls_of("deleteWebhook")  # Telegram keeps the webhook for the next start
+    assert [c["command"] for c in fake.commands] == [name for name, _ in COMMANDS]
+
+
+async def test_a_redelivered_webhook_update_is_handed_over_once(fake: FakeTelegram) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(webhook_settings(fake), recorder.factory, stop=stop))
+        await fake.wait_for(lambda: fake.webhook)
+        fake.message(42, "only once")
+        update = dict(fake.updates[0])
+        assert await fake.push() == [200]
+        fake.updates.append(update)  # Telegram retries when it missed the answer
+        assert await fake.push() == [200]
+        await fake.wait_for(lambda: recorder.inbounds)
+        stop.set()
+    assert [i.text for i in recorder.inbounds] == ["only once"]
+
+
+async def test_a_webhook_request_without_the_right_secret_is_refused(fake: FakeTelegram) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(webhook_settings(fake), recorder.factory, stop=stop))
+        await fake.wait_for(lambda: fake.webhook)
+        fake.message(42, "forged")
+        assert await fake.push(secret="wrong") == [403]
+        assert await fake.push(secret="") == [403]
+        stop.set()
+    assert recorder.inbounds == []
+
+
+async def test_a_webhook_without_a_secret_does_not_start(fake: FakeTelegram) -> None:
+    no_secret = settings(fake, webhook_url="https://bot.example/hook")
+    with pytest.raises(ValueError, match="webhook_secret"):
+        await serve(no_secret, Recorder().factory)
+    assert not fake.calls

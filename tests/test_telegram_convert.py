@@ -117,7 +117,11 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
                 ),
             )
         ),
-        {"key": "tg:-1005678:3", "chat": ChatRef("-1005678", "3"), "reply_to": None},
+        {
+            "key": "tg:-1005678:3",
+            "chat": ChatRef("-1005678", "3", is_group=True),
+            "reply_to": None,
+        },
     ),
     (
         "a reply thread in a plain supergroup is not a topic",
@@ -126,7 +130,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
                 GROUP, "/new", message_thread_id=9, entities=[entity("bot_command", 0, 4)]
             )
         ),
-        {"key": "tg:-1001234", "chat": ChatRef("-1001234")},
+        {"key": "tg:-1001234", "chat": ChatRef("-1001234", is_group=True)},
     ),
     (
         "a private reply (a dialog answer)",
@@ -173,6 +177,28 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
             }
         ),
         None,
+    ),
+    (
+        "/start (sent when a user opens the bot) asks for the help text",
+        update(message=message(PRIVATE, "/start", entities=[entity("bot_command", 0, 6)])),
+        {"text": "/help"},
+    ),
+    (
+        "/start with a deep-link payload asks for the help text too",
+        update(message=message(PRIVATE, "/start ref42", entities=[entity("bot_command", 0, 6)])),
+        {"text": "/help"},
+    ),
+    (
+        "/start in a group keeps the bot's name for the router",
+        update(
+            message=message(GROUP, "/start@pi_test_bot", entities=[entity("bot_command", 0, 18)])
+        ),
+        {"text": "/help@pi_test_bot", "chat": ChatRef("-1001234", is_group=True)},
+    ),
+    (
+        "a word starting with /start is not the command",
+        update(message=message(PRIVATE, "/started it")),
+        {"text": "/started it"},
     ),
     (
         "a sender's full name",

@@ -20,7 +20,7 @@ from bridge.store import open_store
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
-from tests.support.fake_telegram import TOKEN, FakeTelegram
+from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram, free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -62,11 +62,26 @@ async def bridge_for(adapter: Adapter, bot_name: str, opts: BridgeOptions) -> As
 
 
 @contextlib.asynccontextmanager
-async def telegram_bot(opts: BridgeOptions) -> AsyncIterator[FakeTelegram]:
-    """The fake Bot API with the whole bridge polling it, stopped on exit."""
+async def telegram_bot(
+    opts: BridgeOptions, *, webhook: bool = False
+) -> AsyncIterator[FakeTelegram]:
+    """The fake Bot API with the whole bridge polling it (or, with `webhook`, serving
+    a webhook on 127.0.0.1 that the fake's `push()` POSTs to), stopped on exit."""
     async with FakeTelegram(enforce_limits=True) as fake:
+        hook: dict[str, object] = {}
+        if webhook:
+            port = free_port()
+            hook = {
+                "webhook_url": f"http://127.0.0.1:{port}/hook",
+                "webhook_secret": SECRET,
+                "webhook_port": port,
+            }
         settings = TelegramSettings(
-            token=TOKEN, base_url=fake.base_url, base_file_url=fake.base_file_url, poll_timeout=1
+            token=TOKEN,
+            base_url=fake.base_url,
+            base_file_url=fake.base_file_url,
+            poll_timeout=1,
+            **hook,  # type: ignore[arg-type]
         )
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
@@ -74,6 +89,8 @@ async def telegram_bot(opts: BridgeOptions) -> AsyncIterator[FakeTelegram]:
                 lambda: serve(settings, lambda a, name: bridge_for(a, name, opts), stop=stop)
             )
             try:
+                if webhook:
+                    await fake.wait_for(lambda: fake.webhook)
                 yield fake
             finally:
                 stop.set()
@@ -169,3 +186,87 @@ async def test_a_photo_reaches_the_agent_as_an_image(
         await fake.bot_message("A picture of a cat.", CHAT, within=WAIT)
     [request] = [r for r in fake_llm.requests if "this picture" in r.last_user_text]
     assert request.n_images == 1
+
+
+async def test_an_input_dialog_is_answered_by_a_reply_after_its_answer_button(
+    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    from pathlib import Path
+
+    from tests.conftest import require_agent
+    from tests.support.fake_telegram import Message
+
+    require_agent(DEFAULT_VERSION)
+    extension = Path(__file__).parent / "support" / "extensions" / "ask-answer.ts"
+    argv = agent_home.argv(DEFAULT_VERSION, "-e", str(extension))
+    opts = options(tmp_path / "data", argv, agent_home.env())
+    for keyword in ("first branch", "second branch"):
+        fake_llm.add(
+            keyword,
+            Reply(tool_calls=[ToolCall("bash", {"command": "echo ask-input"})]),
+            Reply(text=f"Noted the {keyword}."),
+        )
+
+    def sent_to_model(answer: str) -> bool:
+        return any(f"answer={answer}" in str(m) for r in fake_llm.requests for m in r.messages)
+
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "pick the first branch")
+        dialog = await fake.bot_message("Branch name?", CHAT, within=WAIT)
+        [(_, answer)] = [b for b in dialog.buttons if "Answer" in b[0]]
+        fake.press(CHAT, dialog.message_id, answer)
+        prompt = await fake.bot_message("Reply to this message", CHAT, within=WAIT)
+        assert (prompt.reply_markup or {}).get("force_reply") is True
+        fake.message(CHAT, "feature/kiwi", reply_to=prompt.message_id)
+        await fake.bot_message("Noted the first branch.", CHAT, within=WAIT)
+        assert sent_to_model("feature/kiwi")
+        # Cancel still works on the next dialog.
+        fake.message(CHAT, "now the second branch")
+
+        def second_dialog() -> Message | None:
+            asking = (m for m in fake.bot_messages(CHAT) if "Branch name?" in m.text and m.buttons)
+            return next((m for m in asking if m.message_id != dialog.message_id), None)
+
+        await fake.wait_for(second_dialog, within=WAIT)
+        second = second_dialog()
+        assert second is not None
+        [(_, cancel)] = [b for b in second.buttons if "Cancel" in b[0]]
+        fake.press(CHAT, second.message_id, cancel)
+        await fake.bot_message("Noted the second branch.", CHAT, within=WAIT)
+    assert sent_to_model("<cancelled>")
+
+
+async def test_a_webhook_update_with_the_secret_reaches_the_agent_and_is_answered(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("webhook question", Reply(text="Answered through the webhook."))
+    async with telegram_bot(opts, webhook=True) as fake:
+        fake.message(CHAT, "a webhook question")
+        assert await fake.push() == [200]
+        await fake.bot_message("Answered through the webhook.", CHAT, within=WAIT)
+        await fake.bot_message("✅ done", CHAT, within=WAIT)
+    assert [r.last_user_text for r in fake_llm.requests] == ["a webhook question"]
+    assert not fake.calls_of("getUpdates")
+
+
+async def test_a_webhook_update_without_the_secret_reaches_nothing(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("forged", Reply(text="must not be answered"))
+    async with telegram_bot(opts, webhook=True) as fake:
+        fake.message(CHAT, "a forged question")
+        assert await fake.push(secret="not the secret") == [403]
+        assert await fake.push(secret="") == [403]
+        await anyio.sleep(0.5)  # time enough for a wrongly taken update to start a run
+    assert fake_llm.requests == []
+    assert fake.bot_messages(CHAT) == []
+
+
+async def test_start_from_a_new_user_is_answered_with_the_help_text_not_by_the_agent(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "/start")
+        await fake.bot_message("Talking to the agent", CHAT, within=WAIT)
+    assert fake_llm.requests == []
+    assert {c["command"] for c in fake.commands} >= {"policy", "verbose", "help"}

@@ -1,15 +1,19 @@
 """`SlackAdapter`: the bridge's ops as Slack Web API calls over `AsyncWebClient`.
 
 Messages go into the conversation's thread with unfurling off (tool output is
-full of links). slack_sdk errors never leave this module: they become the
-`bridge.model.PlatformError` tree (`map_error`), `raise … from exc`. The client
-is built by the caller (with `base_url` for tests); this class only calls it.
+full of links). Buttons that carry a `Form` are remembered by token (in memory,
+bounded), so a press on one can open the form as a modal at once (`open_form`:
+the press's trigger_id expires in 3 s). slack_sdk errors never leave this
+module: they become the `bridge.model.PlatformError` tree (`map_error`),
+`raise … from exc`. The client is built by the caller (with `base_url` for
+tests); this class only calls it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -17,6 +21,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack.convert import Identity, parse_press_ref
 from adapters.slack.format import fallback_text, format_markdown, message_blocks
+from adapters.slack.forms import modal
 from bridge.model import (
     BadFormatting,
     ChatRef,
@@ -27,14 +32,17 @@ from bridge.model import (
     PlatformError,
     PlatformLimits,
     RateLimited,
+    ReactionState,
     TooLong,
     TransientError,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Awaitable, Callable, Iterator
 
     from slack_sdk.web.async_client import AsyncWebClient
+
+    from bridge.model import Form, Inbound
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,9 @@ FILE_PREFIX = "file:"  # message ids of uploads are file ids: deleted with files
 DEFAULT_RETRY_AFTER = 1.0
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 DOWNLOAD_TIMEOUT = 30.0
+# The user's message while a run works on it, and after (emoji names, not characters).
+REACTIONS: dict[ReactionState, str] = {"working": "eyes", "done": "white_check_mark", "failed": "x"}
+FORMS_KEPT = 1_000  # forms of buttons sent by this process; older ones fall back to messages
 
 _GONE = frozenset(
     {
@@ -66,6 +77,7 @@ _GONE = frozenset(
 )
 _TOO_LONG = frozenset({"msg_too_long", "msg_blocks_too_long", "too_many_blocks"})
 _BAD_BLOCKS = frozenset({"invalid_blocks", "invalid_blocks_format", "invalid_markdown"})
+_REACTION_DONE = frozenset({"already_reacted", "no_reaction"})
 _TRANSIENT = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 
 
@@ -114,6 +126,7 @@ class SlackAdapter:
         self.client = client
         self._token = token or client.token or ""
         self._limits = limits
+        self._forms: OrderedDict[str, Form] = OrderedDict()
 
     @property
     def limits(self) -> PlatformLimits:
@@ -143,6 +156,7 @@ class SlackAdapter:
         silent: bool = False,
     ) -> MessageRef:
         # Slack has neither ForceReply nor silent messages: both are ignored.
+        self._remember_forms(buttons)
         fallback, blocks = message_blocks(text, markup, buttons)
         with translated(markup):
             sent = await self.client.chat_postMessage(
@@ -160,6 +174,7 @@ class SlackAdapter:
     ) -> None:
         if ref.message_id.startswith(FILE_PREFIX):
             raise MessageGone("an uploaded file cannot be edited")
+        self._remember_forms(buttons)
         fallback, blocks = message_blocks(text, markup, buttons)
         with translated(markup):
             await self.client.chat_update(
@@ -198,6 +213,51 @@ class SlackAdapter:
             await self.client.chat_postEphemeral(
                 channel=channel, user=user, text=fallback_text(text), thread_ts=thread or None
             )
+
+    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
+        """:eyes: on the user's message while the agent works on it, then ✅ or ❌ in its
+        place. A reaction already there (or already gone) is what was wanted."""
+        if state != "working":
+            await self._reaction(
+                self.client.reactions_remove, chat, message_id, REACTIONS["working"]
+            )
+        await self._reaction(self.client.reactions_add, chat, message_id, REACTIONS[state])
+
+    async def _reaction(
+        self, call: Callable[..., Awaitable[Any]], chat: ChatRef, ts: str, name: str
+    ) -> None:
+        with translated():
+            try:
+                await call(channel=chat.chat_id, timestamp=ts, name=name)
+            except SlackApiError as exc:
+                if exc.response.get("error") not in _REACTION_DONE:
+                    raise
+
+    def _remember_forms(self, buttons: Keyboard) -> None:
+        for button in (b for row in buttons for b in row):
+            if button.form is not None:
+                self._forms[button.token] = button.form
+                self._forms.move_to_end(button.token)
+        while len(self._forms) > FORMS_KEPT:
+            self._forms.popitem(last=False)
+
+    def form_for(self, token: str) -> Form | None:
+        """The form of a button this process sent (None after a restart)."""
+        return self._forms.get(token)
+
+    async def open_form(self, trigger_id: str, form: Form, origin: Inbound) -> bool:
+        """Open `form` as a modal for the press `origin`; False when Slack refused it
+        (e.g. an expired trigger), so the caller hands the bridge a plain press."""
+        view = modal(form, origin)
+        if view is None or not trigger_id:
+            return False
+        try:
+            with translated():
+                await self.client.views_open(trigger_id=trigger_id, view=view)
+        except PlatformError as exc:
+            log.warning("views.open failed: %s", exc)
+            return False
+        return True
 
     async def download(self, url: str) -> tuple[bytes, str] | None:
         """A file from `url_private` (needs the bot token), or None if it is not an image."""

@@ -143,6 +143,7 @@ def _converted(
         text=clean_text(message.get("text") or "", me.user_id),
         from_self=from_self,
         is_edit=edited,
+        message_id=str(message.get("ts") or "") or None,
     )
     return Converted(inbound, image_files(message))
 

@@ -2,7 +2,11 @@
 
 Listeners acknowledge at once (bolt acks Events API listeners before they run; an
 action listener calls `ack()` first, well inside Slack's 3 s), then convert the
-payload and hand it to `bridge.handle`, which returns quickly. Redeliveries are
+payload and hand it to `bridge.handle`, which returns quickly. A press on a
+button with a form opens its modal first (the trigger_id lives 3 s) and reaches
+the bridge only when the modal is submitted, as a press carrying the text; if
+the form is unknown (a restart) or Slack refuses the modal, the plain press goes
+through and the bridge asks for the answer as a message. Redeliveries are
 dropped by `event_id` here and again by the bridge's store: Socket Mode marks
 first deliveries with `x-slack-retry-num: "0"`, so headers are no guide
 (PITFALLS.md). Closing Socket Mode can hang ~10 s, so it is bounded.
@@ -26,6 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.convert import ACTION_PREFIX, candidate_thread, from_action, from_event
+from adapters.slack.forms import CALLBACK_ID, from_submission
 from bridge.model import Image
 
 if TYPE_CHECKING:
@@ -37,7 +42,6 @@ if TYPE_CHECKING:
     from adapters.slack.convert import Converted, Identity
     from adapters.slack.settings import SlackSettings
     from bridge.model import Inbound
-    from bridge.options import BridgeOptions
     from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -81,6 +85,17 @@ class Intake:
 
     async def on_action(self, body: Mapping[str, Any]) -> None:
         converted = from_action(body, self.me)
+        if converted is None or not _first(self.seen, converted.inbound.event_id):
+            return
+        press = converted.inbound.press
+        form = self.adapter.form_for(press.token) if press is not None else None
+        trigger = str(body.get("trigger_id") or "")
+        if form is not None and await self.adapter.open_form(trigger, form, converted.inbound):
+            return  # the answer arrives with the modal's submission
+        await self._deliver(converted)
+
+    async def on_submission(self, body: Mapping[str, Any]) -> None:
+        converted = from_submission(body)
         if converted is not None and _first(self.seen, converted.inbound.event_id):
             await self._deliver(converted)
 
@@ -135,9 +150,14 @@ def build_app(settings: SlackSettings, client: AsyncWebClient, intake: Intake) -
         await ack()
         await intake.on_action(body)
 
+    async def on_submission(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()  # an empty ack closes the modal
+        await intake.on_submission(body)
+
     app.event("app_mention")(on_event)
     app.event("message")(on_event)
     app.action(re.compile("^" + re.escape(ACTION_PREFIX)))(on_action)
+    app.view(CALLBACK_ID)(on_submission)
     return app
 
 
@@ -187,25 +207,26 @@ async def slack_intake(
             tg.cancel_scope.cancel()
 
 
-async def run_slack(settings: SlackSettings, options: BridgeOptions, store: Store) -> None:
-    """The bridge on Slack until cancelled (the CLI's `run` for Slack)."""
-    from bridge.service import Bridge  # the composition root; imported only to run
+async def run_slack(
+    settings: SlackSettings,
+    bridge_for: Callable[[SlackAdapter], contextlib.AbstractAsyncContextManager[Handles]],
+    store: Store,
+    *,
+    stop: anyio.Event | None = None,
+) -> None:
+    """The bridge on Slack until `stop` is set (or cancelled): the CLI's `run` for Slack.
 
+    `bridge_for(adapter)` builds the bridge (the caller chooses its options and may
+    wrap its handler, e.g. to count messages); leaving it drains the bridge.
+    """
     adapter = SlackAdapter(build_client(settings), token=settings.bot_token)
-    # SLACK_ALLOWED_USERS / SLACK_APPROVERS are Slack user ids: they apply on Slack.
-    options = dataclasses.replace(
-        options,
-        allowed_users=settings.allowed_users
-        if settings.allowed_users is not None
-        else options.allowed_users,
-        approvers=options.approvers | settings.approvers,
-    )
 
     async def owns(key: str) -> bool:
+        # A thread the bridge answered before a restart is still its conversation.
         return await store.get_conversation(key) is not None
 
-    async with (
-        Bridge(adapter, store, options, prefixes=PREFIXES) as bridge,
-        slack_intake(settings, bridge, adapter, owns),
-    ):
-        await anyio.sleep_forever()
+    async with bridge_for(adapter) as handler, slack_intake(settings, handler, adapter, owns):
+        if stop is None:
+            await anyio.sleep_forever()
+        else:
+            await stop.wait()

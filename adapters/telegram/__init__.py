@@ -2,7 +2,8 @@
 
 `convert` (updates → `Inbound`, pure), `format` (Markdown → MarkdownV2, split),
 `adapter` (`TelegramAdapter`, the bridge's `Adapter` on PTB's `Bot`), `runner`
-(`serve`: long polling into `Bridge.handle`), `settings` (`TelegramSettings`).
+(`serve`: long polling or the webhook into `Bridge.handle`), `webhook`
+(the webhook endpoint), `settings` (`TelegramSettings`).
 """
 
 from adapters.telegram.adapter import TelegramAdapter

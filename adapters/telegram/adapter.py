@@ -5,7 +5,8 @@ callback_data is the button's opaque token, `Markup` → parse mode, and
 `telegram.error` → the bridge's `PlatformError` tree (at the boundary, always
 ``raise … from exc``). Pacing is the outbox's job (PITFALLS.md: PTB's
 `AIORateLimiter` has no per-chat edit limit and on a 429 holds back every chat),
-so no rate limiter is installed here; `limits` tells the outbox the numbers.
+so no rate limiter is installed here; `limits` tells the outbox the numbers,
+for private chats and for groups.
 
 PTB rewrites error texts ("Bad Request: " dropped, first letter capitalized), so
 descriptions are matched case-insensitively on a fragment.
@@ -45,26 +46,22 @@ if TYPE_CHECKING:
 
     from telegram import Bot, Message
 
-    from bridge.model import ChatRef, Keyboard, Markup
+    from bridge.model import ChatRef, Keyboard, Markup, ReactionState
 
 log = logging.getLogger(__name__)
 
-# Bot API FAQ: ~1 message/s per chat, 20 per minute in a group, ~30/s overall.
-PRIVATE_LIMITS = PlatformLimits(
+# Bot API FAQ: ~1 message/s per chat, 20 per minute in a group, ~30/s overall; edits of
+# one message at most every second in a private chat, every 3 s in a group
+# (docs/design.md). The outbox picks the group values for `ChatRef.is_group` chats.
+LIMITS = PlatformLimits(
     max_text=int(MessageLimit.MAX_TEXT_LENGTH),
     max_caption=int(MessageLimit.CAPTION_LENGTH),
     max_button_data=int(InlineKeyboardButtonLimit.MAX_CALLBACK_DATA),
     edit_interval=1.0,
     chat_rate=float(FloodLimit.MESSAGES_PER_SECOND_PER_CHAT),
     global_rate=float(FloodLimit.MESSAGES_PER_SECOND),
-)
-GROUP_LIMITS = PlatformLimits(
-    max_text=PRIVATE_LIMITS.max_text,
-    max_caption=PRIVATE_LIMITS.max_caption,
-    max_button_data=PRIVATE_LIMITS.max_button_data,
-    edit_interval=3.0,  # docs/design.md: ≥3 s between edits in groups
-    chat_rate=FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP / 60,
-    global_rate=PRIVATE_LIMITS.global_rate,
+    group_edit_interval=3.0,
+    group_chat_rate=FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP / 60,
 )
 
 # Fragments of Bot API error descriptions, lower-cased, → the bridge's error.
@@ -86,13 +83,12 @@ _BAD_REQUESTS: tuple[tuple[str, type[PlatformError]], ...] = (
 class TelegramAdapter:
     """The `Adapter` for one bot; `bot` is initialized and shut down by its owner."""
 
-    def __init__(self, bot: Bot, *, paced_for_groups: bool = False) -> None:
+    def __init__(self, bot: Bot) -> None:
         self.bot = bot
-        self._limits = GROUP_LIMITS if paced_for_groups else PRIVATE_LIMITS
 
     @property
     def limits(self) -> PlatformLimits:
-        return self._limits
+        return LIMITS
 
     def format(self, markdown: str, limit: int) -> list[str]:
         return format_markdown(markdown, limit)
@@ -156,6 +152,9 @@ class TelegramAdapter:
     async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
         with platform_errors():
             await self.bot.answer_callback_query(press_id, text=text or None, show_alert=alert)
+
+    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
+        """Not marked on Telegram: the live status message already says working/done."""
 
     async def typing(self, chat: ChatRef) -> None:
         """Show "typing…" for ~5 s (optional: the bridge does not need it)."""

@@ -4,8 +4,11 @@ Conversation keys (docs/design.md): ``tg:<chat_id>`` for private chats and group
 ``tg:<chat_id>:<message_thread_id>`` for forum topics. In groups, with the
 "mention" trigger, only messages that mention the bot, reply to it, or are
 commands are taken. ``/cmd@botname`` stays as text: the bridge router normalizes
-it against the bot's name. A photo is not fetched here: the result names the
-largest size's `file_id` and the caller downloads it.
+it against the bot's name. ``/start`` (Telegram sends it when a user opens the bot)
+becomes ``/help``, so the first thing a user sees is what the bridge understands.
+Group and supergroup chats are marked `ChatRef.is_group` (they are paced more
+strictly). A photo is not fetched here: the result names the largest size's
+`file_id` and the caller downloads it.
 
 Invariant: `event_id` is ``tg:<update_id>``, so a redelivered update is dropped
 by the bridge's dedupe whatever its content.
@@ -26,6 +29,9 @@ if TYPE_CHECKING:
 Json = Mapping[str, Any]
 
 PHOTO_MIME = "image/jpeg"  # Telegram re-encodes every photo size as JPEG
+# Telegram sends "/start" (with a deep-link payload, if any) when a user opens the bot:
+# a greeting, not a prompt for the agent. It becomes "/help", answered by the bridge.
+_START = re.compile(r"^/start(@\w+)?(?:\s.*)?$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +64,12 @@ def convert(update: Json, me: Me) -> Incoming | None:
 
 
 def chat_ref(message: Json) -> ChatRef:
-    """Where answers to `message` go: its chat, and its forum topic if it has one."""
-    chat_id = str(message["chat"]["id"])
+    """Where answers to `message` go: its chat, and its forum topic if it has one.
+    Groups are marked: Telegram paces them more strictly than private chats."""
+    chat_id, group = str(message["chat"]["id"]), _is_group(message)
     if message.get("is_topic_message") and "message_thread_id" in message:
-        return ChatRef(chat_id, str(message["message_thread_id"]))
-    return ChatRef(chat_id)
+        return ChatRef(chat_id, str(message["message_thread_id"]), is_group=group)
+    return ChatRef(chat_id, is_group=group)
 
 
 def conversation_key(chat: ChatRef) -> str:
@@ -97,6 +104,7 @@ def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming
         if not _addressed(message, text, entities, me):
             return None
         text = _without_mention(text, me)
+    text = _START.sub(r"/help\1", text)
     file_id, mime = _image(message)
     if not text and file_id is None:
         return None  # stickers, voice, joins …: nothing the agent can read
@@ -113,6 +121,7 @@ def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming
         event_id=event_id,
         text=text,
         reply_to=str(replied["message_id"]) if replied is not None else None,
+        message_id=str(message["message_id"]),
         from_self=_is_me(who, me),
         is_edit=is_edit,
     )

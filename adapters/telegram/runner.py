@@ -1,19 +1,26 @@
-"""Run one bot: PTB's `Bot`, a long-polling loop, and the bridge it feeds.
+"""Run one bot: PTB's `Bot`, updates by long polling or a webhook, and the bridge they feed.
 
 `serve()` initializes the bot (getMe gives the bot's name for the router),
-clears any webhook *without* dropping pending updates (PITFALLS.md:
-`drop_pending_updates=True` loses what was sent while the bridge was down),
-registers the bridge's commands, opens the bridge, and polls until `stop`.
+registers the bridge's commands, opens the bridge, and takes updates until `stop`:
 
-Offsets: an update is confirmed (the next getUpdates' `offset`) only after
-`bridge.handle()` returned for it, so a crash redelivers instead of losing; the
-bridge drops redeliveries by `event_id`. This is why the loop is ours and not
-PTB's `Updater`, which confirms a batch as soon as it is queued. `handle()` only
-admits the message and returns (the agent's run goes on in the bridge's tasks).
+- Polling (no `webhook_url`): any webhook is cleared *without* dropping pending
+  updates (PITFALLS.md: `drop_pending_updates=True` loses what was sent while the
+  bridge was down). An update is confirmed (the next getUpdates' `offset`) only
+  after `bridge.handle()` returned for it, so a crash redelivers instead of losing;
+  the bridge drops redeliveries by `event_id`. This is why the loop is ours and not
+  PTB's `Updater`, which confirms a batch as soon as it is queued.
+- Webhook (`webhook_url` and `webhook_secret` set): setWebhook with the secret and
+  the update types, then `webhook.WebhookServer` serves the POSTs. The webhook is
+  left set on stop (Telegram keeps queueing updates for the next start).
 
-Shutdown is bounded: polling stops first, then the bridge drains (it still
-sends through the bot), then one last getUpdates with timeout 0 confirms what
-was handled, then the bot's HTTP clients close.
+Both hand each update to `Delivery` (convert, fetch the photo, `bridge.handle()`).
+`handle()` only admits the message and returns (the agent's run goes on in the
+bridge's tasks).
+
+Shutdown is bounded: taking updates stops first (the webhook's queued updates are
+still handed over), then the bridge drains (it still sends through the bot), then
+polling confirms what was handled with one last getUpdates with timeout 0, then
+the bot's HTTP clients close.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from telegram.request import HTTPXRequest
 
 from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
+from adapters.telegram.webhook import WebhookServer
 from bridge.model import Image
 
 if TYPE_CHECKING:
@@ -58,6 +66,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("export", "export the session as HTML"),
     ("commands", "the agent's own commands"),
     ("queue", "show queued messages"),
+    ("policy", "what a message does while the agent works"),
+    ("verbose", "how tool calls are shown"),
     ("stop", "stop the current run"),
     ("later", "queue a message for after this run"),
     ("steer", "steer the current run"),
@@ -88,24 +98,68 @@ async def serve(
     stop: anyio.Event | None = None,
 ) -> None:
     """Serve the bot until `stop` is set (or this task is cancelled)."""
+    if settings.webhook_url and not settings.webhook_secret:
+        # Without the secret anyone who finds the URL could post updates as any user.
+        raise ValueError("a Telegram webhook needs webhook_secret")
     bot = make_bot(settings)
     await bot.initialize()  # getMe: fails fast on a bad token
     try:
         me = Me(bot.id, bot.username, settings.group_trigger)
-        await bot.delete_webhook(drop_pending_updates=False)
-        await _register_commands(bot)
-        adapter = TelegramAdapter(bot, paced_for_groups=settings.paced_for_groups)
-        poller = Poller(bot, me, settings.poll_timeout)
-        # The task group closes (polling stops) before the bridge drains.
-        async with bridge_factory(adapter, bot.username) as bridge, anyio.create_task_group() as tg:
-            tg.start_soon(poller.run, bridge.handle)
-            if stop is not None:
-                await stop.wait()
-                tg.cancel_scope.cancel()
-        await poller.confirm()
+        adapter = TelegramAdapter(bot)
+        if settings.webhook_url:
+            await _serve_webhook(settings, bot, me, adapter, bridge_factory, stop)
+        else:
+            await _serve_polling(settings, bot, me, adapter, bridge_factory, stop)
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
             await bot.shutdown()
+
+
+async def _serve_polling(
+    settings: TelegramSettings,
+    bot: Bot,
+    me: Me,
+    adapter: Adapter,
+    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[Handler]],
+    stop: anyio.Event | None,
+) -> None:
+    await bot.delete_webhook(drop_pending_updates=False)
+    await _register_commands(bot)
+    poller = Poller(bot, me, settings.poll_timeout)
+    # The task group closes (polling stops) before the bridge drains.
+    async with bridge_factory(adapter, bot.username) as bridge, anyio.create_task_group() as tg:
+        tg.start_soon(poller.run, Delivery(bot, me, bridge.handle))
+        if stop is not None:
+            await stop.wait()
+            tg.cancel_scope.cancel()
+    await poller.confirm()
+
+
+async def _serve_webhook(
+    settings: TelegramSettings,
+    bot: Bot,
+    me: Me,
+    adapter: Adapter,
+    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[Handler]],
+    stop: anyio.Event | None,
+) -> None:
+    url, secret = settings.webhook_url or "", settings.webhook_secret or ""
+    await _register_commands(bot)
+    async with bridge_factory(adapter, bot.username) as bridge, anyio.create_task_group() as tg:
+        server = WebhookServer(
+            bot,
+            url=url,
+            secret=secret,
+            host=settings.webhook_listen,
+            port=settings.webhook_port,
+            deliver=Delivery(bot, me, bridge.handle),
+        )
+        await tg.start(server.run)
+        # Listening before setWebhook: Telegram may POST as soon as it is set.
+        await bot.set_webhook(url=url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)
+        if stop is not None:
+            await stop.wait()
+            await server.close()  # `run` returns once the queued updates are handed over
 
 
 async def _register_commands(bot: Bot) -> None:
@@ -114,6 +168,37 @@ async def _register_commands(bot: Bot) -> None:
         await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
     except TelegramError as exc:
         log.warning("could not set the command menu: %s", exc)
+
+
+@dataclasses.dataclass(frozen=True)
+class Delivery:
+    """One update into the bridge: convert, fetch the photo if any, `handle`.
+
+    Never raises: a bad update is logged, not allowed to stop polling or the webhook.
+    """
+
+    bot: Bot
+    me: Me
+    handle: Callable[[Inbound], Awaitable[None]]
+
+    async def __call__(self, update: Update) -> None:
+        try:
+            incoming = convert(update.to_dict(), self.me)
+            if incoming is None:
+                return
+            inbound = incoming.inbound
+            if incoming.file_id is not None:
+                data = await self._download(incoming.file_id)
+                image = Image(data, incoming.mime_type)
+                inbound = dataclasses.replace(inbound, images=(image,))
+            await self.handle(inbound)
+        except Exception:
+            log.exception("update %s could not be delivered", update.update_id)
+
+    async def _download(self, file_id: str) -> bytes:
+        with anyio.fail_after(DOWNLOAD_TIMEOUT):
+            file = await self.bot.get_file(file_id)
+            return bytes(await file.download_as_bytearray())
 
 
 @dataclasses.dataclass
@@ -126,7 +211,7 @@ class Poller:
     offset: int | None = None
     confirmed: int | None = None
 
-    async def run(self, handle: Callable[[Inbound], Awaitable[None]]) -> None:
+    async def run(self, deliver: Callable[[Update], Awaitable[None]]) -> None:
         failures = 0
         while True:
             try:
@@ -147,28 +232,8 @@ class Poller:
             failures = 0
             self.confirmed = self.offset
             for update in updates:
-                await self.deliver(update, handle)
+                await deliver(update)
                 self.offset = update.update_id + 1
-
-    async def deliver(self, update: Update, handle: Callable[[Inbound], Awaitable[None]]) -> None:
-        """Convert, fetch the photo if any, hand to the bridge; never raises."""
-        try:
-            incoming = convert(update.to_dict(), self.me)
-            if incoming is None:
-                return
-            inbound = incoming.inbound
-            if incoming.file_id is not None:
-                data = await self._download(incoming.file_id)
-                image = Image(data, incoming.mime_type)
-                inbound = dataclasses.replace(inbound, images=(image,))
-            await handle(inbound)
-        except Exception:
-            log.exception("update %s could not be delivered", update.update_id)
-
-    async def _download(self, file_id: str) -> bytes:
-        with anyio.fail_after(DOWNLOAD_TIMEOUT):
-            file = await self.bot.get_file(file_id)
-            return bytes(await file.download_as_bytearray())
 
     async def confirm(self) -> None:
         """Tell Telegram what was handled (bounded: it is one more getUpdates)."""

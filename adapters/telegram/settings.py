@@ -30,11 +30,13 @@ class TelegramSettings:
     # In groups: "mention" takes only mentions, replies to the bot and commands.
     group_trigger: GroupTrigger = "mention"
     poll_timeout: int = 30  # seconds one getUpdates long poll may wait
-    # PlatformLimits are per adapter: True paces every chat for groups (3 s edits,
-    # 20 messages a minute) at the cost of slower private chats.
-    paced_for_groups: bool = False
-    webhook_url: str | None = None  # not served yet: polling is the only mode
+    # Set: Telegram POSTs updates to this public HTTPS URL (its path is served) instead
+    # of long polling; the secret is required (Telegram sends it in every request).
+    webhook_url: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
+    # Where the webhook endpoint listens: usually behind a TLS-terminating proxy.
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = 8443
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TelegramSettings:
@@ -50,6 +52,10 @@ class TelegramSettings:
             base_file_url=env.get("TELEGRAM_FILE_BASE_URL") or PUBLIC_FILES,
             allowed_users=allowed or None,
             approvers=_ids(env.get("TELEGRAM_APPROVERS", "")),
+            webhook_url=env.get("TELEGRAM_WEBHOOK_URL") or None,
+            webhook_secret=env.get("TELEGRAM_WEBHOOK_SECRET") or None,
+            webhook_listen=env.get("TELEGRAM_WEBHOOK_LISTEN") or "127.0.0.1",
+            webhook_port=int(env.get("TELEGRAM_WEBHOOK_PORT") or 8443),
         )
 
 

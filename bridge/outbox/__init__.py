@@ -15,10 +15,15 @@ Invariants:
   a Delete cancels the queued Edits of its slot and, with a queued Send, the Send
   and itself. An op never moves past another op of its slot.
 - Calls are paced: one per `1 / chat_rate` s per chat, `global_rate` per second
-  overall, and one edit of a message per `edit_interval` s. While an op waits it
-  stays queued, so edits arriving meanwhile merge into it.
-- Press answers skip the chat's queue: platforms want them within seconds, they
-  are private and do not race the chat's messages. They share the global rate.
+  overall, and one edit of a message per `edit_interval` s; a chat with
+  `ChatRef.is_group` uses the group values of `PlatformLimits` where it has them.
+  Intervals count from the platform's answer to the previous call, since the
+  platform times a call somewhere between our request and its answer. While an op
+  waits it stays queued, so edits arriving meanwhile merge into it.
+- Press answers and reactions skip the chat's queue: platforms want press answers
+  within seconds, and neither is a message the chat's rate counts or that races
+  the chat's messages. Each kind keeps its own order in its own lane (so a press
+answer never waits behind a busy bridge's reactions); both share the global rate.
 - A worker never dies of a failed call: every op ends delivered, retried or
   logged and dropped. Cancellation (BaseException) is never swallowed.
 - Time comes only from the injected `clock` and `sleep`, so tests run on fake time.

@@ -23,6 +23,7 @@ from bridge.model import (
     NotModified,
     PlatformError,
     RateLimited,
+    React,
     Send,
     TooLong,
     TransientError,
@@ -60,6 +61,7 @@ class OutboxStats:
     calls: Counter[str] = field(default_factory=Counter)
     retries: int = 0
     rate_limited: int = 0
+    rate_limited_calls: Counter[str] = field(default_factory=Counter)  # 429s by method
     coalesced: int = 0
     dropped: int = 0
     failures: int = 0
@@ -83,6 +85,8 @@ class Outbox:
         self._global = Spacing(clock, sleep)
         self._lanes: dict[str, Lane] = {}
         self._presses = Lane("press answers", paced=False)
+        # Apart from press answers: a busy bridge's reactions must not delay a Stop's.
+        self._reactions = Lane("reactions", paced=False)
         self._slots: dict[str, SlotMap] = {}
         self._outstanding: Counter[str] = Counter()  # queued or in-flight ops per key
         self._progress: anyio.Event | None = None  # set when any op settles
@@ -98,7 +102,7 @@ class Outbox:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                for lane in (self._presses, *self._lanes.values()):
+                for lane in (self._presses, self._reactions, *self._lanes.values()):
                     self._start(lane)  # ops submitted before run
                 task_status.started()
                 await anyio.sleep_forever()
@@ -109,7 +113,14 @@ class Outbox:
         """Queue `ops` for `chat`; slots are named within the conversation `key`."""
         for op in ops:
             entry = Entry(key, chat, op)
-            lane = self._presses if isinstance(op, AnswerPress) else self._lane(chat)
+            # Reactions get an unpaced lane too: no message rate, yet in order.
+            lane = (
+                self._presses
+                if isinstance(op, AnswerPress)
+                else self._reactions
+                if isinstance(op, React)
+                else self._lane(chat)
+            )
             if not self._absorbed(lane, entry):
                 lane.queue.append(entry)
                 self._outstanding[key] += 1
@@ -261,18 +272,21 @@ class Outbox:
             ready = max(ready, lane.next_call_at)
         placed = self._slot_map(head.key).get(head.op.slot) if isinstance(head.op, Edit) else None
         if placed is not None:
-            ready = max(ready, placed.written_at + self._limits.edit_interval + EDIT_MARGIN)
+            edit_interval = self._limits.edit_interval_in(head.chat)
+            ready = max(ready, placed.written_at + edit_interval + EDIT_MARGIN)
         return ready
 
     async def _carry_out(self, lane: Lane, entry: Entry) -> None:
-        started = self._clock()
-        if lane.paced:
-            lane.next_call_at = started + interval(self._limits.chat_rate)
         entry.in_flight = True
         try:
-            outcome = await self._attempt(entry, started)
+            outcome = await self._attempt(entry)
         finally:
             entry.in_flight = False
+            if lane.paced:
+                # From the answer, as for edits: the platform counts a call when it
+                # lands, so no delay of this one can squeeze the next into its window
+                # (20 a minute in a Telegram group).
+                lane.next_call_at = self._clock() + interval(self._limits.chat_rate_in(entry.chat))
         if isinstance(outcome, _Retry):
             self.stats.retries += 1
             entry.op = outcome.op  # stays at the head, so newer edits can merge into it
@@ -292,11 +306,12 @@ class Outbox:
         _log_drop(lane, entry, error)
         self._settle(entry)
 
-    async def _attempt(self, entry: Entry, started: float) -> _Outcome:
+    async def _attempt(self, entry: Entry) -> _Outcome:
         try:
-            await self._call(entry, started)
+            await self._call(entry)
         except RateLimited as exc:
             self.stats.rate_limited += 1
+            self.stats.rate_limited_calls[kind_of(entry.op)] += 1
             return _Retry(entry.op, exc.retry_after)
         except PlatformError as exc:
             return self._recover(entry, exc)
@@ -304,7 +319,7 @@ class Outbox:
             return _GiveUp(exc)
         return None
 
-    async def _call(self, entry: Entry, started: float) -> None:
+    async def _call(self, entry: Entry) -> None:
         """One platform call for `entry`, keeping the slot map in step."""
         op, adapter, slots = entry.op, self._adapter, self._slot_map(entry.key)
         self.stats.calls[kind_of(op)] += 1
@@ -317,17 +332,25 @@ class Outbox:
                 force_reply=op.force_reply,
                 silent=op.silent,
             )
-            slots.bind(op.slot, ref, started)
+            slots.bind(op.slot, ref, self._clock())
         elif isinstance(op, Upload):
             ref = await adapter.upload(entry.chat, op.filename, op.data, caption=op.caption)
-            slots.bind(op.slot, ref, started)
+            slots.bind(op.slot, ref, self._clock())
         elif isinstance(op, AnswerPress):
             await adapter.answer_press(op.press_id, op.text, alert=op.alert)
+        elif isinstance(op, React):
+            await adapter.react(entry.chat, op.message_id, op.state)
         elif (placed := slots.get(op.slot)) is None:
             raise MessageGone(f"slot {op.slot!r} has no message")  # `_prepare` prevents this
         elif isinstance(op, Edit):
-            placed.written_at = started  # a refused edit still counts against the interval
-            await adapter.edit(placed.ref, op.text, markup=op.markup, buttons=op.buttons)
+            try:
+                await adapter.edit(placed.ref, op.text, markup=op.markup, buttons=op.buttons)
+            finally:
+                # The platform times the edit somewhere between our call and its answer;
+                # counting the interval from the answer keeps the next edit far enough
+                # behind it whatever the network or our event loop delayed (a refused
+                # edit counts too). bench/telegram_load.py drew 429s counting from the call.
+                placed.written_at = self._clock()
         else:
             await adapter.delete(placed.ref)
             slots.forget(op.slot)

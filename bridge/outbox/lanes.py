@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from bridge.model import AnswerPress, Delete, Edit, Send, Upload
+from bridge.model import AnswerPress, Delete, Edit, React, Send, Upload
 
 if TYPE_CHECKING:
     from bridge.model import ChatRef, Op
@@ -71,6 +71,7 @@ _KINDS: Final[dict[type, str]] = {
     Delete: "delete",
     Upload: "upload",
     AnswerPress: "answer_press",
+    React: "react",
 }
 
 
@@ -80,4 +81,4 @@ def kind_of(op: Op) -> str:
 
 
 def slot_of(op: Op) -> str | None:
-    return None if isinstance(op, AnswerPress) else op.slot
+    return None if isinstance(op, AnswerPress | React) else op.slot

@@ -15,16 +15,20 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from bridge.model import Form
+
 
 @dataclass(frozen=True)
 class DialogChoice:
-    """One answer to an agent dialog: a select option, yes/no, or cancel."""
+    """One answer to an agent dialog: a select option, yes/no, cancel, or [Answer]
+    of an input/editor dialog (`form` set: the answer is typed, not chosen)."""
 
     request_id: str
     label: str
     value: str | None = None
     confirmed: bool | None = None
     cancelled: bool = False
+    form: Form | None = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """Questions with buttons: agent dialogs and the bridge's own "agent is busy".
 
 `select` gets one button per option plus [Cancel]; `confirm` gets [Yes] [No];
-`input`/`editor` ask for a reply to the message (ForceReply) plus [Cancel], the
-editor showing its prefill in a code block. A request's `timeout` is shown as
-"expires in N s". Closing a question edits its message to add the outcome,
+`input`/`editor` get [✍️ Answer] [✖ Cancel], the editor showing its prefill in a
+code block. [Answer] carries a `Form`: a platform with forms (Slack modals) sends
+the typed text with the press; otherwise `ask_reply` posts a ForceReply message,
+and a reply to it, a reply to the dialog's own message, or the presser's next
+message answers (`reply_targets`, `awaiting`). A request's `timeout` is shown as
+"expires in N s". Closing a question edits its messages to add the outcome,
 removes the buttons and retires their tokens. Invariants: every button's token
 maps back to exactly one choice until its question closes; a closed question is
 forgotten, so closing it again is a no-op.
@@ -14,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bridge.model import Button, Keyboard, rows
+from bridge.model import Button, Form, Keyboard, rows
 from bridge.render.choices import BusyChoice, DialogChoice
 from bridge.render.textbits import clip, code_block, delay
 from bridge.render.views import Slot, View
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from bridge.rpc.ui import DialogRequest
 
 LABEL_CHARS = 40  # of a button label; the choice keeps the whole option
+ANSWER = "✍️ Answer"
+REPLY_PROMPT = "✍️ Reply to this message with your answer, or just send it as your next message."
 
 
 @dataclass
@@ -36,6 +41,9 @@ class Question:
     markdown: bool
     owner: str  # token owner key in the book
     wants_reply: bool = False
+    prompt: Slot | None = None  # the "reply to this message" message, once asked for
+    awaiting: str = ""  # who pressed [Answer] without a form: their next message answers
+    title: str = ""
 
 
 class Questions:
@@ -51,7 +59,9 @@ class Questions:
             return []  # a repeated request id: the first message stands
         text, markdown = _dialog_text(request)
         wants_reply = isinstance(request, InputRequest | EditorRequest)
-        question = Question(Slot(name, force_reply=wants_reply), text, markdown, name, wants_reply)
+        # No ForceReply here: Telegram allows it or buttons on a message, not both.
+        question = Question(Slot(name), text, markdown, name, wants_reply)
+        question.title = request.title.strip()
         self._open[name] = question
         buttons = self._buttons(name, _dialog_choices(request))
         return question.slot.show(self._view(question).with_buttons(buttons))
@@ -68,6 +78,34 @@ class Questions:
 
     def input_dialogs(self) -> list[str]:
         return [n.removeprefix("dialog:") for n, q in self._open.items() if q.wants_reply]
+
+    def ask_reply(self, request_id: str, sender_id: str) -> list[Op]:
+        """[Answer] pressed without a typed answer: a message to reply to (ForceReply),
+        and the presser's next message answers too. Asked again, only the presser changes."""
+        question = self._open.get(f"dialog:{request_id}")
+        if question is None or not question.wants_reply:
+            return []
+        question.awaiting = sender_id
+        if question.prompt is not None:
+            return []
+        question.prompt = Slot(f"reply:{request_id}", force_reply=True)
+        title = f"\n“{clip(question.title, 200)}”" if question.title else ""
+        return question.prompt.show(self._ctx.plain(REPLY_PROMPT + title))
+
+    def reply_targets(self) -> dict[str, str]:
+        """Slot → request id of every message a reply to which answers an input dialog."""
+        targets: dict[str, str] = {}
+        for name, question in self._open.items():
+            if question.wants_reply:
+                request_id = name.removeprefix("dialog:")
+                targets[name] = request_id
+                if question.prompt is not None:
+                    targets[question.prompt.name] = request_id
+        return targets
+
+    def awaiting(self) -> dict[str, str]:
+        """Sender id → request id of the input dialog their next message answers."""
+        return {q.awaiting: n.removeprefix("dialog:") for n, q in self._open.items() if q.awaiting}
 
     # --- the busy question ----------------------------------------------------------
 
@@ -92,7 +130,11 @@ class Questions:
         if question is None:
             return []
         self._ctx.book.retire(question.owner)
-        return question.slot.show(self._view(question, outcome))
+        ops = question.slot.show(self._view(question, outcome))
+        prompt = question.prompt
+        if prompt is not None and prompt.shown is not None:
+            ops += prompt.show(self._ctx.plain(f"{prompt.shown.text}\n\n{outcome}"))
+        return ops
 
     def close_all(self, outcome: str) -> list[Op]:
         ops: list[Op] = []
@@ -109,7 +151,8 @@ class Questions:
     def _buttons(self, owner: str, choices: list[tuple[str, Choice]]) -> Keyboard:
         per_row = self._ctx.limits.max_buttons_per_row
         issued = [
-            Button(clip(label, LABEL_CHARS), self._ctx.book.issue(owner, c)) for label, c in choices
+            Button(clip(label, LABEL_CHARS), self._ctx.book.issue(owner, c), _form(c))
+            for label, c in choices
         ]
         # Cancel goes on a row of its own, away from the answers.
         if (
@@ -130,7 +173,7 @@ def _dialog_text(request: DialogRequest) -> tuple[str, bool]:
         return body + expiry, False
     if isinstance(request, SelectRequest):
         return (title or "❓ Choose one:") + expiry, False
-    ask = f"✍️ {title or 'Your answer?'} — reply to this message with your answer"
+    ask = f"✍️ {title or 'Your answer?'} — press ✍️ Answer to reply"
     if isinstance(request, InputRequest):
         hint = f"\n(e.g. {clip(request.placeholder, 200)})" if request.placeholder else ""
         return ask + hint + expiry, False
@@ -148,4 +191,17 @@ def _dialog_choices(request: DialogRequest) -> list[tuple[str, Choice]]:
     options: list[tuple[str, Choice]] = []
     if isinstance(request, SelectRequest):
         options = [(o, DialogChoice(rid, o, value=o)) for o in request.options]
+    elif isinstance(request, InputRequest | EditorRequest):
+        options = [(ANSWER, DialogChoice(rid, "Answer", form=_request_form(request)))]
     return [*options, ("✖ Cancel", DialogChoice(rid, "Cancel", cancelled=True))]
+
+
+def _request_form(request: InputRequest | EditorRequest) -> Form:
+    title = request.title.strip() or "Your answer?"
+    if isinstance(request, EditorRequest):
+        return Form(title, prefill=request.prefill or "", multiline=True)
+    return Form(title, placeholder=request.placeholder or "")
+
+
+def _form(choice: Choice) -> Form | None:
+    return choice.form if isinstance(choice, DialogChoice) else None

@@ -8,9 +8,13 @@ the busy question (dialogs.py), standalone notices (notices.py).
 
 Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
 a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
-``dialog:<request id>``, ``busy:<pending id>``, ``notice:<n>``, ``compaction:<n>``.
+``dialog:<request id>``, ``reply:<request id>`` (an input dialog's ForceReply
+message), ``busy:<pending id>``, ``notice:<n>``, ``compaction:<n>``.
 Run numbers count from 1 per renderer: the outbox maps slots per conversation
-and per renderer's lifetime.
+and per renderer's lifetime. `working_on(message_id)` marks the user's message
+that a prompt came from (`React` "working"); the run that prompt starts marks it
+done or failed when it ends, or failed if the agent dies or the prompt never
+starts a run.
 Invariants: nothing raises on odd input (missing fields, ids never started,
 events outside a run); after `interrupt` no button of this renderer resolves.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bridge.model import ConversationSettings
+from bridge.model import ConversationSettings, React
 from bridge.render.choices import TokenBook
 from bridge.render.dialogs import Questions
 from bridge.render.notices import Notices
@@ -78,6 +82,7 @@ class Renderer:
         self._messages = 0
         self._text: AssistantText | None = None
         self._loose_scope: str | None = None  # compact tool list outside any run
+        self._reacting: str | None = None  # the user's message of a prompt not yet running
         self._now = 0.0
         self._handlers: dict[type, Callable[[Any, float], list[Op]]] = self._handler_table()
 
@@ -110,6 +115,15 @@ class Renderer:
     def open_input_dialogs(self) -> list[str]:
         return self._questions.input_dialogs()
 
+    def ask_reply(self, request_id: str, sender_id: str) -> list[Op]:
+        return self._questions.ask_reply(request_id, sender_id)
+
+    def reply_targets(self) -> dict[str, str]:
+        return self._questions.reply_targets()
+
+    def awaiting_answers(self) -> dict[str, str]:
+        return self._questions.awaiting()
+
     def close_dialog(self, request_id: str, outcome: str) -> list[Op]:
         return self._questions.close(f"dialog:{request_id}", outcome)
 
@@ -122,14 +136,32 @@ class Renderer:
     def notice(self, text: str, *, markdown: bool = False) -> list[Op]:
         return self._notices.notice(text, markdown=markdown)
 
+    def working_on(self, message_id: str | None) -> list[Op]:
+        """A prompt from the user's message `message_id` is being sent to the agent."""
+        ops = self.not_started()
+        self._reacting = message_id
+        return ops + ([React(message_id, "working")] if message_id else [])
+
+    def not_started(self) -> list[Op]:
+        """The prompt of `working_on` failed before its run started."""
+        message, self._reacting = self._reacting, None
+        return [React(message, "failed")] if message else []
+
+    def overtime(self) -> None:
+        """The bridge aborts the run for running too long: it ends as failed."""
+        if self._run is not None:
+            self._run.overtime = True
+
     def interrupt(self, reason: str) -> list[Op]:
         """The bridge stops or the agent died: finish what is live, retire every button."""
         now = self._now
         ops = self._finish_text(now) + self._tools.cut(now, "interrupted", self._scope())
+        ops += self.not_started()
         run, self._run = self._run, None
         if run is not None:
             self._forget_run(run)
             ops += run.interrupted(now, reason)
+            ops += [React(run.message, "failed")] if run.message else []
         elif self._cut is not None:
             ops += self._cut.interrupted(now, reason)
         self._cut = None
@@ -180,6 +212,7 @@ class Renderer:
         self._cut = None
         self._runs += 1
         self._run = RunStatus.begin(self._runs, now, self._ctx.book)
+        self._run.message, self._reacting = self._reacting, None
         return self._run.opening(now)
 
     def _run_ended(self, _: sig.RunEnded, now: float) -> list[Op]:
@@ -191,6 +224,8 @@ class Renderer:
         ops = self._finish_text(now) + self._tools.cut(now, "cut off", self._scope())
         self._run = None
         self._forget_run(run)
+        if run.message:
+            ops.append(React(run.message, run.reaction()))
         if not run.loop_seen:
             return ops + run.slot.remove()  # nothing ran: the command's answer says it all
         if run.loop_open:

@@ -20,7 +20,7 @@ from bridge.render.textbits import clip, count, delay, duration
 from bridge.render.views import Pacer, Slot, View
 
 if TYPE_CHECKING:
-    from bridge.model import Op
+    from bridge.model import Op, ReactionState
     from bridge.render.choices import TokenBook
     from bridge.rpc.content import AssistantMessage
 
@@ -81,6 +81,8 @@ class RunStatus:
     loop_seen: bool = False  # any agent-loop event at all (extension commands have none)
     loop_open: bool = False  # between agent_start and agent_end
     final: str | None = None
+    message: str | None = None  # the user's message that started the run (reactions)
+    overtime: bool = False  # aborted by the bridge for running too long
 
     @property
     def owner(self) -> str:
@@ -145,6 +147,16 @@ class RunStatus:
         if self.cost > 0:
             parts.append(_money(self.cost))
         return " · ".join(parts)
+
+    def reaction(self) -> ReactionState:
+        """How the user's message is marked once the run is over: a /stop is done
+        (the user chose it), an abort for running too long is failed."""
+        last = self.last
+        if self.loop_open or self.overtime:
+            return "failed"
+        if last is not None and last.stopReason == "error" and not _was_aborted(last):
+            return "failed"
+        return "done"
 
     def interrupted(self, now: float, reason: str) -> list[Op]:
         """End a live run, or add the reason to one that ended cut off."""

@@ -6,7 +6,19 @@ posted (`messages`), and checks the Block Kit limits Slack enforces (answering
 `invalid_blocks` / `msg_too_long` like Slack does). `fail()` makes the next call
 of a method fail (e.g. 429 with Retry-After). `mention()`, `thread_message()`,
 `dm()` and `press()` push Socket Mode envelopes to the connected app and return
-the envelope, so a test can `redeliver()` it.
+the envelope, so a test can `redeliver()` it. Each call carries the monotonic time
+it arrived (`Call.at`). `views.open` checks the modal's shape and its trigger_id
+(issued by a press, valid 3 s) and keeps the view (`views`); `submit_view()`
+submits one as Slack's `view_submission`. Reactions are kept per message
+(`reactions`), refusing doubles as Slack does.
+
+`enforce_limits=True` adds Slack's per-message and per-channel limits, answering
+HTTP 429 with `Retry-After` (whole seconds) and `{"ok": false, "error":
+"ratelimited"}`, recording the refused call in `limited` as well as `calls`:
+`chat.update` of a message less than 1 s after its last accepted update, and
+`chat.postMessage` beyond a per-channel token bucket of 3 (burst) refilled at 1/s
+("1 message per second per channel, short bursts allowed"). Workspace-wide method
+tiers are not modelled.
 
 Tests must clear the proxy variables: slack_sdk ignores NO_PROXY (PITFALLS.md).
 """
@@ -15,6 +27,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 
@@ -35,6 +49,11 @@ ALICE = "U0ALICE"
 CHANNEL = "C0CHAN"
 DM_CHANNEL = "D0DM"
 WAIT = 10.0
+TRIGGER_LIFE = 3.0  # seconds a press's trigger_id can open a modal
+# Slack's limits, enforced with `enforce_limits=True`.
+UPDATE_INTERVAL = 1.0  # s between accepted chat.update calls of one message
+POST_BURST = 3.0  # chat.postMessage per channel: bucket size …
+POST_RATE = 1.0  # … and refill per second
 
 Json = dict[str, Any]
 
@@ -44,6 +63,7 @@ class Call:
     method: str
     args: Json
     token: str
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
 
 @dataclass
@@ -85,6 +105,13 @@ class FakeSlack:
     uploads: dict[str, bytes] = field(default_factory=dict)  # file id → content
     files: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # url path → file
     failures: dict[str, Failure] = field(default_factory=dict)
+    views: dict[str, Json] = field(default_factory=dict)  # view id → opened view
+    triggers: dict[str, float] = field(default_factory=dict)  # trigger_id → issued at
+    reactions: dict[str, list[str]] = field(default_factory=dict)  # message ts → names
+    enforce_limits: bool = False
+    limited: list[Call] = field(default_factory=list)  # refused with 429 by the limits
+    _updated_at: dict[str, float] = field(default_factory=dict)  # ts → last accepted update
+    _post_bucket: dict[str, tuple[float, float]] = field(default_factory=dict)  # (tokens, at)
     _ws: web.WebSocketResponse | None = None
     _runner: web.AppRunner | None = None
     _port: int = 0
@@ -218,6 +245,7 @@ class FakeSlack:
         message = self.messages[message_ts]
         value = _button_value(message.blocks, action_id)
         action_ts = self.new_ts()
+        self.triggers[f"trigger-{action_ts}"] = time.monotonic()
         payload = {
             "type": "block_actions",
             "team": {"id": TEAM, "domain": "fake"},
@@ -251,6 +279,37 @@ class FakeSlack:
                     "action_ts": action_ts,
                 }
             ],
+        }
+        return await self.send_envelope("interactive", payload)
+
+    async def submit_view(
+        self,
+        view_id: str | None = None,
+        values: dict[str, str | None] | None = None,
+        *,
+        user: str = ALICE,
+    ) -> Json:
+        """Submit an opened modal (the last one by default) with `values` by action_id,
+        as Slack does: `view.state.values[block_id][action_id].value`."""
+        view = self.views[view_id] if view_id else list(self.views.values())[-1]
+        state: dict[str, Json] = {}
+        for block in view["blocks"]:
+            if block.get("type") == "input":
+                action = block["element"]["action_id"]
+                value = (values or {}).get(action, block["element"].get("initial_value"))
+                state[block["block_id"]] = {
+                    action: {"type": block["element"]["type"], "value": value}
+                }
+        n = next(self._serial)
+        payload = {
+            "type": "view_submission",
+            "team": {"id": TEAM, "domain": "fake"},
+            "user": {"id": user, "username": user.lower(), "team_id": TEAM},
+            "api_app_id": APP_ID,
+            "token": "verification-token",
+            "trigger_id": f"trigger-view-{n}",
+            "view": {**view, "state": {"values": state}, "hash": f"h{n}", "team_id": TEAM},
+            "response_urls": [],
         }
         return await self.send_envelope("interactive", payload)
 
@@ -295,7 +354,8 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        self.calls.append(Call(method, args, token))
+        call = Call(method, args, token)
+        self.calls.append(call)
         failure = self.failures.get(method)
         if failure is not None:
             failure.times -= 1
@@ -308,11 +368,36 @@ class FakeSlack:
         expected = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != expected:
             return web.json_response({"ok": False, "error": "invalid_auth"})
+        wait = self._rate_limit(call) if self.enforce_limits else 0.0
+        if wait > 0:
+            self.limited.append(call)
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"},
+                status=429,
+                headers={"Retry-After": str(math.ceil(wait))},
+            )
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"}, status=404)
         result: Json = handler(args)
         return web.json_response({"ok": "error" not in result, **result})
+
+    def _rate_limit(self, call: Call) -> float:
+        """Seconds until `call` would be allowed (0: allowed, and counted)."""
+        if call.method == "chat.update":
+            ts = str(call.args.get("ts"))
+            wait = self._updated_at.get(ts, -math.inf) + UPDATE_INTERVAL - call.at
+            if wait <= 0:
+                self._updated_at[ts] = call.at
+            return max(0.0, wait)
+        if call.method == "chat.postMessage":
+            channel = str(call.args.get("channel"))
+            tokens, then = self._post_bucket.get(channel, (POST_BURST, call.at))
+            tokens = min(POST_BURST, tokens + (call.at - then) * POST_RATE)
+            allowed = tokens >= 1
+            self._post_bucket[channel] = (tokens - 1 if allowed else tokens, call.at)
+            return 0.0 if allowed else (1 - tokens) / POST_RATE
+        return 0.0
 
     async def _upload(self, request: web.Request) -> web.Response:
         self.uploads[request.match_info["file_id"]] = await request.read()
@@ -366,13 +451,32 @@ class FakeSlack:
         return {"message_ts": self.new_ts()}
 
     def _m_reactions_add(self, args: Json) -> Json:
+        found = self.reactions.setdefault(str(args.get("timestamp")), [])
+        if str(args.get("name")) in found:
+            return {"error": "already_reacted"}
+        found.append(str(args.get("name")))
         return {}
 
     def _m_reactions_remove(self, args: Json) -> Json:
+        found = self.reactions.get(str(args.get("timestamp")), [])
+        if str(args.get("name")) not in found:
+            return {"error": "no_reaction"}
+        found.remove(str(args.get("name")))
         return {}
 
     def _m_views_open(self, args: Json) -> Json:
-        return {"view": {"id": f"V{next(self._serial)}"}}
+        issued = self.triggers.pop(str(args.get("trigger_id") or ""), None)
+        if issued is None:
+            return {"error": "invalid_trigger_id"}
+        if time.monotonic() - issued > TRIGGER_LIFE:
+            return {"error": "expired_trigger_id"}
+        view = args.get("view")
+        view = json.loads(view) if isinstance(view, str) else view
+        if not isinstance(view, dict) or not _view_ok(view):
+            return {"error": "invalid_arguments"}
+        view_id = f"V{next(self._serial)}"
+        self.views[view_id] = {**view, "id": view_id}
+        return {"view": self.views[view_id]}
 
     def _m_users_info(self, args: Json) -> Json:
         user = str(args.get("user"))
@@ -450,6 +554,43 @@ def _button_ok(element: Json) -> bool:
         and 0 < len(label) <= 75
         and 0 < len(element.get("action_id", "")) <= 255
         and len(element.get("value", "")) <= 2000
+    )
+
+
+def _view_ok(view: Json) -> bool:
+    """A modal as `views.open` accepts it (api.slack.com/reference/surfaces/views)."""
+    labels = [view.get("title")] + [view[k] for k in ("submit", "close") if k in view]
+    inputs = [b for b in view.get("blocks") or [] if b.get("type") == "input"]
+    return (
+        view.get("type") == "modal"
+        and 0 < len(str(view.get("callback_id") or "")) <= 255
+        and all(_plain_ok(label, 24) for label in labels)
+        and len(str(view.get("private_metadata") or "")) <= 3000
+        and 0 < len(view.get("blocks") or []) <= 100
+        and bool(inputs)
+        and all(_input_ok(b) for b in inputs)
+    )
+
+
+def _plain_ok(text: Any, limit: int) -> bool:
+    return (
+        isinstance(text, dict)
+        and text.get("type") == "plain_text"
+        and 0 < len(str(text.get("text") or "")) <= limit
+    )
+
+
+def _input_ok(block: Json) -> bool:
+    element = block.get("element") or {}
+    limit = int(element.get("max_length") or 3000)
+    placeholder = element.get("placeholder")
+    return (
+        _plain_ok(block.get("label"), 2000)
+        and element.get("type") == "plain_text_input"
+        and 0 < len(str(element.get("action_id") or "")) <= 255
+        and limit <= 3000
+        and len(str(element.get("initial_value") or "")) <= limit
+        and (placeholder is None or _plain_ok(placeholder, 150))
     )
 
 

@@ -10,7 +10,8 @@ getUpdates has the real semantics: updates stay until a later call's `offset`
 passes them (that is the confirmation), and a call with `timeout` waits that long
 for a new update. With `enforce_limits`, an edit of one private-chat message
 within 1 s of the last, or a 21st message in a group within a minute, gets a 429.
-`fail()` makes the next call(s) of a method fail with a chosen error.
+`fail()` makes the next call(s) of a method fail with a chosen error. Once
+setWebhook is called, `push()` POSTs the queued updates to the webhook instead.
 
 Tests act as users with `message()`, `photo()` and `press()`, which queue real-
 shaped updates, and wait with `wait_for()` / `bot_message()`.
@@ -23,10 +24,12 @@ import itertools
 import json
 import math
 import re
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from aiohttp import web
 
 from tests.support.loopback import serve_on_loopback
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 TOKEN = "123456:TEST-fake-token"
+SECRET = "s3cret-token_1"  # a webhook secret (Telegram allows A-Z, a-z, 0-9, _ and -)
 BOT_USER = {"id": 123456, "is_bot": True, "first_name": "Pi", "username": "pi_test_bot"}
 ALICE = {"id": 42, "is_bot": False, "first_name": "Alice", "username": "alice"}
 MAX_TEXT = 4096
@@ -67,7 +71,8 @@ def bad_request(what: str) -> ApiError:
 class Call:
     method: str
     params: dict[str, Any]
-    at: float
+    at: float  # the fake's clock (time.monotonic by default) when the request arrived
+    ok: bool = True  # False once the call was answered with an error
 
 
 @dataclass
@@ -137,7 +142,9 @@ class FakeTelegram:
         self.confirmed = 0  # the highest offset a getUpdates call has passed
         self.answers: dict[str, tuple[str, bool]] = {}  # query id → (text, alert)
         self.files: dict[str, tuple[str, bytes]] = {}  # file_id → (file_path, data)
-        self.webhook = ""
+        self.webhook = ""  # the URL setWebhook set; getUpdates then answers 409
+        self.webhook_secret = ""
+        self.webhook_updates: list[str] = []  # its allowed_updates
         self.commands: list[dict[str, str]] = []
         self._failures: dict[str, list[ApiError]] = {}
         self._queries: set[str] = set()
@@ -245,6 +252,24 @@ class FakeTelegram:
         )
         return query_id
 
+    async def push(self, secret: str | None = None) -> list[int]:
+        """POST the queued updates to the webhook one by one, as Telegram does, with
+        the secret setWebhook gave (or `secret`; "" sends no header). Returns the
+        answers' statuses; an update answered 200 leaves the queue."""
+        headers = {"Content-Type": "application/json"}
+        token = self.webhook_secret if secret is None else secret
+        if token:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = token
+        statuses = []
+        async with aiohttp.ClientSession() as session:  # trust_env off: no proxy
+            for update in list(self.updates):
+                body = json.dumps(update)
+                async with session.post(self.webhook, data=body, headers=headers) as answer:
+                    statuses.append(answer.status)
+                if answer.status == 200:
+                    self.updates.remove(update)
+        return statuses
+
     def add_file(self, file_id: str, data: bytes) -> None:
         self.files[file_id] = (f"photos/{file_id}.jpg", data)
 
@@ -284,7 +309,8 @@ class FakeTelegram:
             return _reply({"ok": False, "error_code": 401, "description": "Unauthorized"}, 401)
         method = request.match_info["method"]
         params = await _params(request)
-        self.calls.append(Call(method, params, self.clock()))
+        call = Call(method, params, self.clock())
+        self.calls.append(call)
         handler = getattr(self, f"_m_{method}", None)
         try:
             if handler is None:
@@ -293,6 +319,7 @@ class FakeTelegram:
                 raise pending.pop(0)
             result = await handler(params)
         except ApiError as exc:
+            call.ok = False
             self.errors.append((method, exc.description))
             body: dict[str, Any] = {
                 "ok": False,
@@ -429,6 +456,8 @@ class FakeTelegram:
 
     async def _m_setWebhook(self, params: dict[str, Any]) -> Any:
         self.webhook = str(params.get("url") or "")
+        self.webhook_secret = str(params.get("secret_token") or "")
+        self.webhook_updates = list(params.get("allowed_updates") or [])
         return True
 
     async def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
@@ -487,6 +516,13 @@ class FakeTelegram:
         if self.enforce_limits and len(recent) >= 20:
             raise _too_many(math.ceil(60.0 - (now - recent[0])))
         self._group_sends[chat_id] = [*recent, now]
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now, for a webhook endpoint the test starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _too_many(seconds: int) -> ApiError:

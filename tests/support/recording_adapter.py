@@ -55,9 +55,9 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from bridge.model import ChatRef, Formatter, Keyboard, Markup
+    from bridge.model import ChatRef, Formatter, Keyboard, Markup, ReactionState
 
-CallKind = Literal["send", "edit", "delete", "upload", "answer_press"]
+CallKind = Literal["send", "edit", "delete", "upload", "answer_press", "react"]
 SETTLE_STEPS = 20  # cheap yields before the exact (but polling) all-blocked check
 
 
@@ -211,6 +211,7 @@ class RecordingAdapter:
         self.calls: list[Call] = []
         self.answers: list[tuple[str, str, bool]] = []  # (press_id, text, alert)
         self.uploads: list[FakeUpload] = []
+        self.reactions: list[tuple[str, ReactionState]] = []  # (user's message id, state)
         self._formatter = formatter
         self._clock = clock
         self._sleep = sleep
@@ -283,6 +284,13 @@ class RecordingAdapter:
         call = Call("answer_press", None, None, text, at=self._clock())
         self._fail_if(call, None)
         self.answers.append((press_id, text, alert))
+        self._record(call)
+
+    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
+        await self._travel()
+        call = Call("react", chat, MessageRef(chat, message_id), state, at=self._clock())
+        self._fail_if(call, None)
+        self.reactions.append((message_id, state))
         self._record(call)
 
     # --- scripting -------------------------------------------------------------------------

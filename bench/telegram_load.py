@@ -1,0 +1,445 @@
+"""Many Telegram chats streaming long answers at once: 429s, calls and visible-text delay.
+
+The real path end to end: the project's fake Bot API (`tests/support/fake_telegram.py`,
+on 127.0.0.1 with `enforce_limits=True`: a 429 for an edit of a private message within
+1 s of the last one, or a group's 21st message in a minute) in a thread of its own, so
+its timestamps do not wait for the bridge's event loop; the real python-telegram-bot
+through `adapters.telegram.serve`; a real `Bridge` (sqlite store in a temporary
+directory); and one stand-in agent process per chat (`bench/standin_stream_agent.py`,
+subclassed here so each delta is a numbered marker ``m00042`` and the agent notes when
+it wrote each one).
+
+Every chat is a private chat (positive id) that sends one prompt at the same moment;
+each agent streams `--deltas` markers at `--rate` per second, enough text for several
+Telegram messages. Measured:
+
+- 429s the fake answered (the goal is none) and the outbox's own count of them;
+- platform calls by Bot API method;
+- delay from a delta's write by the agent (its `time.monotonic()`; on Linux the
+  system-wide CLOCK_MONOTONIC, so comparable with the fake's clock) to the arrival at
+  the fake of the first sendMessage/editMessageText that succeeded with that marker in
+  its text: p50, p99 and max over all deltas of all chats.
+
+Run from the repository root: `.venv/bin/python bench/telegram_load.py [--chats 50]
+[--deltas 2000] [--rate 100] [--json] [--calls-log FILE]` (`--calls-log` writes every
+Bot API call's method, chat, message, arrival time and newest marker, to see where
+a delay came from). It exits 1 if the fake answered any 429. The stand-ins run as
+``python -I -S bench/telegram_load.py agent …`` (standard library only, so 50 spawns
+stay cheap). Everything listens on 127.0.0.1 only, and every process started is
+stopped before the bench returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import platform
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if __package__ in (None, ""):
+    # Run as a script (also as the stand-in agent): this checkout's modules first.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.standin_stream_agent import Agent, Record, Script
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Coroutine
+    from concurrent.futures import Future
+
+    from bridge.model import Adapter
+    from bridge.options import BridgeOptions
+    from bridge.service import Bridge
+    from tests.support.fake_telegram import FakeTelegram
+
+THIS = Path(__file__).resolve()
+MARKER = re.compile(r"m(\d{5})")
+FIRST_CHAT = 1001  # private chats: positive ids (the fake paces them per message)
+POLL = 0.05
+LAG_TICK = 0.05
+SHUTDOWN = 60.0  # the bridge drains its runs and the outbox before `serve` returns
+
+
+# --- the stand-in agent --------------------------------------------------------------------
+
+
+def marker(seq: int) -> str:
+    """Delta `seq`'s text: a word a regex finds again in MarkdownV2 (no reserved
+    characters), and a line break every tenth so the text splits at lines."""
+    return f"m{seq:05d}" + ("\n" if seq % 10 == 9 else " ")
+
+
+class MarkedAgent(Agent):
+    """The stand-in, streaming numbered markers and noting when each was written."""
+
+    emits_dir: Path
+
+    def _deltas(self, script: Script, assistant: Record, piece: str) -> str:
+        parts: list[str] = []
+        written: list[float] = []
+        step = 1.0 / script.rate if script.rate > 0 else 0.0
+        due = time.monotonic()
+        for seq in range(script.deltas):
+            if self._abort.is_set():
+                break
+            due += step
+            if (wait := due - time.monotonic()) > 0:
+                time.sleep(wait)
+            parts.append(delta := marker(seq))
+            self._update(assistant, {"type": "text_delta", "contentIndex": 0, "delta": delta}, "")
+            written.append(time.monotonic())  # after the flush: the bridge can read it
+        # Written before `text_end`, so the file is complete once the answer is.
+        path = self.emits_dir / f"{script.run_id}.emits"
+        path.write_text("".join(f"{t:.6f}\n" for t in written))
+        return "".join(parts)
+
+
+def agent_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="telegram_load.py agent")
+    parser.add_argument("--emits", required=True, help="directory for <run id>.emits files")
+    parser.add_argument("--session-dir", default=".")
+    args, _ = parser.parse_known_args(argv)  # the bridge adds pi's own options
+    agent = MarkedAgent(Script(0, 0.0, 0, ""), "delta", None, f"{args.session_dir}/s.jsonl")
+    agent.emits_dir = Path(args.emits)
+    agent.serve()
+
+
+# --- the fake Bot API in its own thread --------------------------------------------------------
+
+
+class FakeThread:
+    """`FakeTelegram` serving from its own event loop in a thread; the bench reaches
+    into it only through `call`, which runs a function on that loop."""
+
+    def __init__(self) -> None:
+        self.fake: FakeTelegram | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="fake-telegram", daemon=True)
+
+    def __enter__(self) -> FakeThread:
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None or self.fake is None:
+            raise RuntimeError("the fake Bot API did not start") from self._error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        from tests.support.fake_telegram import FakeTelegram
+
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        async with FakeTelegram(enforce_limits=True) as fake:
+            self.fake = fake
+            self._ready.set()
+            await self._stop.wait()
+
+    async def call(self, fn: Callable[[FakeTelegram], Any]) -> Any:
+        """`fn(fake)` on the fake's loop, awaited from the bench's loop."""
+        loop, fake = self._loop, self.fake
+        if loop is None or fake is None:
+            raise RuntimeError("the fake is not running")
+
+        async def run() -> Any:
+            return fn(fake)
+
+        coro: Coroutine[Any, Any, Any] = run()
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, loop)
+        return await asyncio.wrap_future(future)
+
+
+# --- the bench ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    chats: int
+    deltas: int
+    rate: float
+    seconds: float = 0.0  # first prompt → every answer complete
+    calls: Counter[str] = field(default_factory=Counter)
+    too_many: int = 0
+    too_many_by_method: Counter[str] = field(default_factory=Counter)
+    outbox_rate_limited: int = 0
+    outbox_retries: int = 0
+    outbox_coalesced: int = 0
+    delays: list[float] = field(default_factory=list)  # seconds, one per delta seen
+    cpu: float = 0.0  # this process (bridge, PTB and the fake's thread) while streaming
+    lags: list[float] = field(default_factory=list)  # event-loop lag samples, seconds
+    unseen: int = 0  # deltas never found in any successful call
+
+    def summary(self) -> dict[str, Any]:
+        delays = sorted(self.delays)
+        return {
+            "chats": self.chats,
+            "deltas_per_chat": self.deltas,
+            "rate_per_chat": self.rate,
+            "wall_seconds": round(self.seconds, 2),
+            "calls": dict(sorted(self.calls.items())),
+            "calls_total": sum(self.calls.values()),
+            "calls_without_getUpdates": sum(self.calls.values()) - self.calls["getUpdates"],
+            "fake_429s": self.too_many,
+            "fake_429s_by_method": dict(self.too_many_by_method),
+            "outbox_rate_limited": self.outbox_rate_limited,
+            "outbox_retries": self.outbox_retries,
+            "outbox_coalesced": self.outbox_coalesced,
+            "deltas_measured": len(delays),
+            "deltas_unseen": self.unseen,
+            "delay_p50_s": round(percentile(delays, 50), 3),
+            "delay_p99_s": round(percentile(delays, 99), 3),
+            "delay_max_s": round(delays[-1], 3) if delays else math.nan,
+            "bench_process_cpu_s": round(self.cpu, 2),
+            "loop_lag_p99_s": round(percentile(sorted(self.lags), 99), 3),
+            "loop_lag_max_s": round(max(self.lags, default=math.nan), 3),
+        }
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    """Nearest rank on an already sorted list."""
+    if not ordered:
+        return math.nan
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+async def run_bench(chats: int, deltas: int, rate: float, calls_log: Path | None = None) -> Figures:
+    import anyio
+
+    from adapters.telegram.runner import serve
+    from adapters.telegram.settings import TelegramSettings
+    from bridge.options import AgentOptions, BridgeOptions
+    from tests.support.fake_telegram import TOKEN
+
+    figures = Figures(chats, deltas, rate)
+    with tempfile.TemporaryDirectory(prefix="telegram-load-") as tmp, FakeThread() as fake:
+        data_dir = Path(tmp)
+        emits = data_dir / "emits"
+        emits.mkdir()
+        argv = (sys.executable, "-I", "-S", str(THIS), "agent", "--emits", str(emits))
+        options = BridgeOptions(
+            data_dir=data_dir,
+            agent=AgentOptions(argv=argv, env={"PATH": os.environ.get("PATH", "")}),
+            allowed_users=None,
+            max_agents=chats + 4,
+            drain_timeout=10.0,
+            inbox_size=1024,
+        )
+        base_url, file_url = await fake.call(lambda f: (f.base_url, f.base_file_url))
+        settings = TelegramSettings(
+            token=TOKEN, base_url=base_url, base_file_url=file_url, poll_timeout=1
+        )
+        bridges: list[Bridge] = []
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                lambda: serve(settings, lambda a, n: _bridge(a, n, options, bridges), stop=stop)
+            )
+            try:
+                await _until(lambda: bool(bridges), 60)
+                async with anyio.create_task_group() as watch:
+                    watch.start_soon(_watch_lag, figures.lags)
+                    await _stream_all(fake, bridges[0], figures)
+                    watch.cancel_scope.cancel()
+            finally:
+                stop.set()
+        await fake.call(lambda f: _collect(f, figures, emits))
+        if calls_log is not None:
+            await fake.call(lambda f: _write_calls(f, calls_log))
+    return figures
+
+
+async def _stream_all(fake: FakeThread, bridge: Bridge, figures: Figures) -> None:
+    """Prompt every chat at once; wait for every answer and the outbox to drain."""
+    import anyio
+
+    chats, deltas, rate = figures.chats, figures.deltas, figures.rate
+    await fake.call(lambda f: _prompt_all(f, chats, deltas, rate))
+    started, cpu = time.monotonic(), time.process_time()
+    await _until_answered(fake, chats, within=deltas / max(rate, 1) * 3 + 120)
+    figures.seconds = time.monotonic() - started
+    figures.cpu = time.process_time() - cpu
+    with anyio.fail_after(60):
+        await bridge.outbox.flush()
+    stats = bridge.outbox.stats
+    figures.outbox_rate_limited = stats.rate_limited
+    figures.outbox_retries = stats.retries
+    figures.outbox_coalesced = stats.coalesced
+
+
+@contextlib.asynccontextmanager
+async def _bridge(
+    adapter: Adapter, bot_name: str, options: BridgeOptions, keep: list[Bridge]
+) -> AsyncIterator[Bridge]:
+    from bridge.service import Bridge
+    from bridge.store import open_store
+
+    store = await open_store("sqlite", options.data_dir)
+    try:
+        async with Bridge(adapter, store, options, bot_name=bot_name) as bridge:
+            keep.append(bridge)
+            yield bridge
+    finally:
+        await store.aclose()
+
+
+async def _watch_lag(lags: list[float]) -> None:
+    """How late the bridge's event loop wakes a sleeper: the loop's own delay."""
+    import anyio
+
+    while True:
+        asked = time.monotonic()
+        await anyio.sleep(LAG_TICK)
+        lags.append(time.monotonic() - asked - LAG_TICK)
+
+
+def _prompt_all(fake: FakeTelegram, chats: int, deltas: int, rate: float) -> None:
+    for n in range(chats):
+        chat = FIRST_CHAT + n
+        user = {"id": chat, "is_bot": False, "first_name": f"User{n}"}
+        fake.message(chat, f"bench id=c{n} deltas={deltas} rate={rate:g}", user=user)
+
+
+def _end_line(n: int) -> str:
+    return f"[end c{n}]"  # the stand-in's last line of answer n
+
+
+async def _until(predicate: Callable[[], bool], within: float) -> None:
+    import anyio
+
+    with anyio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110 (polls state another task changes)
+            await anyio.sleep(POLL)
+
+
+async def _until_answered(fake: FakeThread, chats: int, within: float) -> None:
+    """Until every chat shows its answer's last line."""
+    import anyio
+
+    def missing(f: FakeTelegram) -> int:
+        return sum(1 for n in range(chats) if f.find(_end_line(n), FIRST_CHAT + n) is None)
+
+    with anyio.fail_after(within):
+        while await fake.call(missing):  # noqa: ASYNC110 (the fake's state, in its thread)
+            await anyio.sleep(0.25)
+
+
+def _collect(fake: FakeTelegram, figures: Figures, emits: Path) -> None:
+    """Counts from the fake's call log, and each delta's delay until it was visible."""
+    figures.calls.update(c.method for c in fake.calls)
+    for method, description in fake.errors:
+        if description.startswith("Too Many Requests"):
+            figures.too_many += 1
+            figures.too_many_by_method[method] += 1
+    seen: dict[int, dict[int, float]] = {}  # chat → marker → first arrival with it
+    for call in fake.calls:
+        if call.ok and call.method in ("sendMessage", "editMessageText"):
+            first = seen.setdefault(int(call.params["chat_id"]), {})
+            for match in MARKER.finditer(str(call.params.get("text", ""))):
+                first.setdefault(int(match.group(1)), call.at)
+    for n in range(figures.chats):
+        written = [float(line) for line in (emits / f"c{n}.emits").read_text().split()]
+        shown = seen.get(FIRST_CHAT + n, {})
+        for seq, at in enumerate(written):
+            if seq in shown:
+                figures.delays.append(shown[seq] - at)
+            else:
+                figures.unseen += 1
+
+
+def _write_calls(fake: FakeTelegram, path: Path) -> None:
+    """One JSON line per Bot API call: where and when it landed, not the text itself."""
+    with path.open("w") as out:
+        for call in fake.calls:
+            text = str(call.params.get("text", ""))
+            markers = [int(m) for m in MARKER.findall(text)]
+            line = {
+                "method": call.method,
+                "chat": call.params.get("chat_id"),
+                "message": call.params.get("message_id"),
+                "at": round(call.at, 4),
+                "ok": call.ok,
+                "chars": len(text),
+                "last_marker": max(markers, default=None),
+            }
+            out.write(json.dumps(line) + "\n")
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def table(args: argparse.Namespace, figures: Figures) -> str:
+    s = figures.summary()
+    calls = ", ".join(f"{m} {k}" for m, k in s["calls"].items())
+    rows = [
+        ("command", " ".join(["bench/telegram_load.py", *sys.argv[1:]])),
+        ("arguments", f"--chats {args.chats} --deltas {args.deltas} --rate {args.rate:g}"),
+        (
+            "machine",
+            f"python {platform.python_version()}, cpus {os.cpu_count()}, "
+            f"load average {os.getloadavg()[0]:.2f}",
+        ),
+        ("answers complete after", f"{s['wall_seconds']:.1f} s"),
+        ("429s from the fake", f"{s['fake_429s']} {s['fake_429s_by_method'] or ''}".strip()),
+        ("429s seen by the outbox", f"{s['outbox_rate_limited']} (retries {s['outbox_retries']})"),
+        ("platform calls", f"{s['calls_total']} ({s['calls_without_getUpdates']} without polls)"),
+        ("  by method", calls),
+        ("edits merged in the outbox", str(s["outbox_coalesced"])),
+        ("deltas measured", f"{s['deltas_measured']} (never seen: {s['deltas_unseen']})"),
+        ("delta → visible p50", f"{s['delay_p50_s']:.3f} s"),
+        ("delta → visible p99", f"{s['delay_p99_s']:.3f} s"),
+        ("delta → visible max", f"{s['delay_max_s']:.3f} s"),
+        ("bench process CPU", f"{s['bench_process_cpu_s']:.1f} s (bridge, PTB, fake thread)"),
+        ("event-loop lag p99 / max", f"{s['loop_lag_p99_s']:.3f} s / {s['loop_lag_max_s']:.3f} s"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["agent"]:
+        agent_main(argv[1:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--chats", type=int, default=50, help="private chats streaming at once")
+    parser.add_argument("--deltas", type=int, default=2000, help="text deltas per answer")
+    parser.add_argument("--rate", type=float, default=100.0, help="deltas per second per agent")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--calls-log", type=Path, help="write the fake's calls here (JSON lines)")
+    args = parser.parse_args(argv)
+    import anyio
+
+    figures = anyio.run(run_bench, args.chats, args.deltas, args.rate, args.calls_log)
+    if args.json:
+        print(json.dumps({"args": vars(args), **figures.summary()}, indent=2, default=str))
+    else:
+        print(table(args, figures))
+    if figures.too_many:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

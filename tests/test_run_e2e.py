@@ -1,0 +1,219 @@
+"""`pi-bridge run` as it runs on a server: one process, Telegram and Slack, the redis store.
+
+The whole stack, nothing stubbed of ours: `python -m bridge.cli run` as a real
+subprocess with the store on a real `redis-server`, the real python-telegram-bot
+and slack-bolt against the project's fake Telegram and Slack servers, the real
+agent against the scripted fake LLM, all on 127.0.0.1. One conversation per
+platform; the metrics endpoint is scraped and its counters checked; SIGTERM in
+the middle of a run drains (the live messages say "interrupted", no agent is
+left); a second process on the same store and data dir resumes both
+conversations and handles no update twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from typing import TYPE_CHECKING
+
+import anyio
+import pytest
+
+from tests.support.fake_llm import Reply, ToolCall
+from tests.support.fake_slack import FakeSlack
+from tests.support.fake_telegram import TOKEN, FakeTelegram
+from tests.support.redis_server import RedisServer, redis_server_bin
+from tests.test_cli import DRAIN, agent_processes, cli_env, command, free_port, get, write_config
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from anyio.abc import Process
+
+    from tests.support.agents import AgentHome
+    from tests.support.fake_llm import FakeLLM
+    from tests.support.fake_slack import Posted
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.agent,
+    pytest.mark.skipif(redis_server_bin() is None, reason="redis-server is not installed"),
+]
+
+CHAT = 42  # the Telegram user's private chat (its id is the user's id)
+WAIT = 60.0  # an answer, cold agent start included, on a loaded 2-core machine
+INTERRUPTED = "interrupted: the bridge is restarting"
+
+
+def slack_shown(slack: FakeSlack, thread: str, text: str) -> Posted | None:
+    return next(
+        (
+            m
+            for m in reversed(list(slack.messages.values()))
+            if not m.deleted and (m.thread_ts == thread or m.ts == thread) and text in m.visible
+        ),
+        None,
+    )
+
+
+async def slack_until(slack: FakeSlack, thread: str, text: str) -> Posted:
+    await slack.wait_until(lambda: slack_shown(slack, thread, text) is not None, WAIT)
+    found = slack_shown(slack, thread, text)
+    assert found is not None
+    return found
+
+
+def sample(metrics: str, name: str, **labels: str) -> float:
+    """The value of one sample of the Prometheus text; 0 when absent."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    match = re.search(rf"^{re.escape(name)}\{{{re.escape(wanted)}\}} (\S+)$", metrics, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+async def metrics_when(port: int, ready: str, **labels: str) -> str:
+    """Scrape until `ready`{labels} is at least 1 (counters land a moment after the chat)."""
+    with anyio.fail_after(WAIT):
+        while True:
+            status, text = await get(port, "/metrics")
+            assert status == 200
+            if sample(text, ready, **labels) >= 1:
+                return text
+            await anyio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def bridge_process(tmp_path: Path, env: dict[str, str], log: str) -> AsyncIterator[Process]:
+    """`pi-bridge run`, its log in tmp_path/`log`; killed (with its agents) if the test fails."""
+    with (tmp_path / log).open("wb") as err:
+        process = await anyio.open_process(
+            command("run"), cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stderr=err
+        )
+    try:
+        yield process
+    except BaseException:
+        if process.returncode is None:
+            process.kill()
+        for pid in agent_processes(tmp_path / "data"):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)  # each agent leads its own process group
+        print((tmp_path / log).read_text(errors="replace")[-6000:])
+        raise
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            await process.aclose()
+
+
+async def stop(process: Process) -> int:
+    process.send_signal(signal.SIGTERM)
+    with anyio.fail_after(DRAIN + 30):
+        return await process.wait()
+
+
+async def test_run_serves_both_platforms_on_redis_then_drains_and_resumes(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    fake_llm.add("APPLE", Reply(text="Figs are sweet."))
+    fake_llm.add("BANANA", Reply(text="Kiwis are fuzzy."))
+    slow = Reply(tool_calls=[ToolCall("bash", {"command": "sleep 60; echo late"})])
+    fake_llm.add("CHERRY", slow, Reply(text="Should not get here."))
+    fake_llm.add("DAMSON", slow, Reply(text="Should not get here."))
+    fake_llm.add("ELDER", Reply(text="Still figs."))
+    fake_llm.add("FEIJOA", Reply(text="Still kiwis."))
+    data = tmp_path / "data"
+    metrics_port = free_port()
+    config = write_config(
+        tmp_path,
+        f"[limits]\ndrain_timeout = {DRAIN}\n[telegram]\npoll_timeout = 1\n",
+    )
+
+    with RedisServer(tmp_path / "redis") as redis:
+        async with FakeTelegram() as telegram, FakeSlack() as slack:
+            env = cli_env(
+                tmp_path,
+                agent_home,
+                PI_BRIDGE_CONFIG=config,
+                PI_BRIDGE_STORE=redis.url,
+                PI_BRIDGE_METRICS_PORT=str(metrics_port),
+                TELEGRAM_BOT_TOKEN=TOKEN,
+                TELEGRAM_API_BASE_URL=telegram.base_url,
+                TELEGRAM_FILE_BASE_URL=telegram.base_file_url,
+                TELEGRAM_ALLOWED_USERS=str(CHAT),
+                SLACK_BOT_TOKEN=slack.bot_token,
+                SLACK_APP_TOKEN=slack.app_token,
+                SLACK_API_BASE_URL=slack.base_url,
+            )
+
+            # --- first process: one conversation per platform, metrics, SIGTERM mid-run ---
+            async with bridge_process(tmp_path, env, "first.log") as process:
+                telegram.message(CHAT, "tell me about APPLE")
+                await slack.connected()
+                root = (await slack.mention("tell me about BANANA"))["payload"]["event"]["ts"]
+                await telegram.bot_message("Figs are sweet.", CHAT, within=WAIT)
+                await slack_until(slack, root, "Kiwis are fuzzy.")
+
+                text = await metrics_when(
+                    metrics_port, "pi_bridge_runs_finished_total", platform="telegram"
+                )
+                text = await metrics_when(
+                    metrics_port, "pi_bridge_runs_finished_total", platform="slack"
+                )
+                for platform in ("telegram", "slack"):
+                    one = {"platform": platform}
+                    assert sample(text, "pi_bridge_inbound_messages_total", **one) == 1
+                    assert sample(text, "pi_bridge_runs_started_total", **one) == 1
+                    assert sample(text, "pi_bridge_runs_finished_total", **one) == 1
+                    assert sample(text, "pi_bridge_live_agents", **one) == 1
+                    assert sample(text, "pi_bridge_conversations", **one) == 1
+                    assert sample(text, "pi_bridge_inbound_to_agent_seconds_count", **one) == 1
+                    assert sample(text, "pi_bridge_agent_events_total", **one, kind="MessageUpdate")
+                    assert sample(text, "pi_bridge_platform_calls_total", **one, method="send")
+                    assert sample(text, "pi_bridge_outbox_dropped_total", **one) == 0
+                assert sample(text, "pi_bridge_platform_rate_limited_total") == 0
+                assert "pi_bridge_platform_rate_limited_total{" not in text
+                health = await get(metrics_port, "/healthz")
+                assert health == (200, '{"status": "ok", "platforms": ["slack", "telegram"]}')
+
+                telegram.message(CHAT, "CHERRY please")
+                await slack.thread_message("DAMSON please", root)
+                await telegram.bot_message("sleep 60", CHAT, within=WAIT)
+                await slack_until(slack, root, "sleep 60")
+                assert agent_processes(data)
+
+                assert await stop(process) == 0
+
+            # The drain ended the runs: the live messages say so, and no agent is left.
+            await telegram.bot_message(INTERRUPTED, CHAT, within=1)
+            assert slack_shown(slack, root, INTERRUPTED) is not None
+            assert telegram.find("Should not get here.") is None
+            assert slack_shown(slack, root, "Should not get here.") is None
+            assert not agent_processes(data)
+
+            # --- second process: same store and data dir; both conversations resume ---
+            async with bridge_process(tmp_path, env, "second.log") as process:
+                telegram.message(CHAT, "ELDER")
+                await slack.connected()
+                # No mention: the thread is known from the store, so it is still ours.
+                await slack.thread_message("FEIJOA", root)
+                await telegram.bot_message("Still figs.", CHAT, within=WAIT)
+                await slack_until(slack, root, "Still kiwis.")
+                assert await stop(process) == 0
+            assert not agent_processes(data)
+
+    # Each update was handled once, across the restart.
+    asked = [r.last_user_text for r in fake_llm.requests]
+    for word in ("APPLE", "BANANA", "CHERRY", "DAMSON", "ELDER", "FEIJOA"):
+        assert sum(1 for a in asked if word in a) == 1, asked
+    # The resumed agents were given the earlier conversation (their session files).
+    for again, earlier, answer, interrupted in (
+        ("ELDER", "tell me about APPLE", "Figs are sweet.", "CHERRY"),
+        ("FEIJOA", "tell me about BANANA", "Kiwis are fuzzy.", "DAMSON"),
+    ):
+        request = next(r for r in fake_llm.requests if again in r.last_user_text)
+        history = str(request.messages)
+        assert earlier in history
+        assert answer in history
+        assert interrupted in history
