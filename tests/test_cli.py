@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from tests.support.agents import DEFAULT_VERSION
 from tests.support.fake_llm import Reply
 from tests.support.fake_slack import FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
+from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
     from tests.support.agents import AgentHome
@@ -81,12 +81,6 @@ def agent_processes(root: Path) -> list[int]:
         if cwd.is_relative_to(root) and cwd != root:
             found.append(int(entry.name))
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def get(port: int, path: str) -> tuple[int, str]:

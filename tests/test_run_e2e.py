@@ -25,8 +25,9 @@ import pytest
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
+from tests.support.loopback import free_port
 from tests.support.redis_server import RedisServer, redis_server_bin
-from tests.test_cli import DRAIN, agent_processes, cli_env, command, free_port, get, write_config
+from tests.test_cli import DRAIN, agent_processes, cli_env, command, get, write_config
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -4,11 +4,7 @@ Web API calls, error mapping, and Socket Mode delivery (acked, once per event)."
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import json
-import socket
-import time
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -36,7 +32,16 @@ from bridge.model import (
 from bridge.options import AgentOptions, BridgeOptions
 from bridge.service import Bridge
 from bridge.store import open_store
-from tests.support.fake_slack import ALICE, BOT_ID, BOT_USER, CHANNEL, TEAM, FakeSlack
+from tests.support.fake_slack import (
+    ALICE,
+    BOT_ID,
+    BOT_USER,
+    CHANNEL,
+    TEAM,
+    FakeSlack,
+    signature,
+)
+from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -392,21 +397,8 @@ async def test_the_bots_own_messages_never_reach_the_bridge_as_prompts(
 # --- HTTP mode and settings -----------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def signed(secret: str, body: bytes, retry: int | None = None) -> dict[str, str]:
-    stamp = str(int(time.time()))
-    digest = hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
-    headers = {
-        "Content-Type": "application/json",
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": f"v0={digest.hexdigest()}",
-    }
+    headers = {"Content-Type": "application/json", **signature(secret, body)}
     if retry is not None:
         headers["X-Slack-Retry-Num"] = str(retry)
     return headers

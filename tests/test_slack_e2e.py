@@ -1,11 +1,14 @@
-"""Slack end to end: fake Slack (Socket Mode + Web API) → bolt → SlackAdapter →
-Bridge → real pi agent (against the scripted fake LLM) → back into the thread.
+"""Slack end to end: fake Slack (Web API, and Socket Mode or signed HTTP deliveries) →
+bolt → SlackAdapter → Bridge → real pi agent (against the scripted fake LLM) → back
+into the thread.
 
-Assertions are on what the Slack thread shows, as a user would see it."""
+Assertions are on what the Slack thread shows, as a user would see it. The journeys
+the issue names run over both transports (`transport`)."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,10 +21,11 @@ from adapters.slack.settings import SlackSettings
 from bridge.model import PlatformLimits
 from bridge.service import Bridge
 from bridge.store import open_store
-from tests.support.agents import AGENT_VERSIONS
+from tests.support.agents import AGENT_VERSIONS, extension_path
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
+from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -40,6 +44,7 @@ LIMITS = PlatformLimits(
 )
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 WAIT = 30.0
+BOB = "U0BOB"  # allowed in, but neither the thread's starter nor an approver
 
 
 @pytest.fixture(autouse=True)
@@ -56,18 +61,35 @@ def version(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(params=["socket", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @contextlib.asynccontextmanager
 async def slack_bridge(
-    home: AgentHome, version: str, tmp_path: Path, *extra: str
+    home: AgentHome, version: str, tmp_path: Path, *extra: str, transport: str = "socket"
 ) -> AsyncIterator[FakeSlack]:
     opts = options(
-        tmp_path / "data", home.argv(version, *extra), home.env(), allowed_users=frozenset({ALICE})
+        tmp_path / "data",
+        home.argv(version, *extra),
+        home.env(),
+        allowed_users=frozenset({ALICE, BOB}),
     )
     store = await open_store("sqlite", opts.data_dir)
+    port = free_port()
+    events_url = f"http://127.0.0.1:{port}/slack/events" if transport == "http" else ""
     try:
-        async with FakeSlack() as slack:
+        async with FakeSlack(events_url=events_url) as slack:
             settings = SlackSettings(
-                bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.base_url
+                bot_token=slack.bot_token,
+                api_base_url=slack.base_url,
+                **(
+                    {"signing_secret": slack.signing_secret, "http_port": port}
+                    if transport == "http"
+                    else {"app_token": slack.app_token}
+                ),
+                http_host="127.0.0.1",
             )
             client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
             adapter = SlackAdapter(client, limits=LIMITS)
@@ -116,20 +138,104 @@ async def test_a_mention_starts_a_thread_and_streams_the_answer_into_it(
     assert sum(1 for r in fake_llm.requests if "hello there" in r.last_user_text) == 1
 
 
+def requests_with(llm: FakeLLM, text: str) -> int:
+    return sum(1 for r in llm.requests if text in r.last_user_text)
+
+
+async def test_a_thread_shows_its_tool_calls_takes_a_steer_and_ignores_slacks_retry(
+    version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "slowly",
+        Reply(
+            text="Working on it.", tool_calls=[ToolCall("bash", {"command": "sleep 2; echo slept"})]
+        ),
+        Reply(text="Done without steering."),
+    )
+    fake_llm.add("STEER-PURPLE", Reply(text="Switched to purple as you asked."))
+    async with slack_bridge(agent_home, version, tmp_path, transport=transport) as slack:
+        mention = await slack.mention("do it slowly")
+        root = mention["payload"]["event"]["ts"]
+        retry = await slack.redeliver(mention)  # Slack's retry of the same event
+        tool = await until_shown(slack, root, "bash")
+        await slack.thread_message("STEER-PURPLE instead", root)
+        answer = await until_shown(slack, root, "Switched to purple as you asked.")
+        await until_shown(slack, root, "done")
+        assert tool.ts != answer.ts, "the tool call is its own thread reply"
+        assert all(m.thread_ts == root for m in slack.messages.values())
+        assert find(slack, root, "Done without steering.") is None
+        await slack.acked(retry)
+    assert requests_with(fake_llm, "do it slowly") == 1, "the retried mention ran twice"
+    assert requests_with(fake_llm, "STEER-PURPLE") == 1
+    if transport == "http":
+        assert set(slack.answers.values()) == {200}, slack.answers
+
+
+async def test_a_dangerous_commands_yes_is_refused_to_others_and_runs_for_the_starter(
+    version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    gate = str(extension_path(version, "permission-gate.ts"))
+    # The sum is printed only if the command runs: its text never shows in the call.
+    fake_llm.add(
+        "clean",
+        Reply(tool_calls=[ToolCall("bash", {"command": "rm -rf build; echo CLEANED-$((40+2))"})]),
+        Reply(text="Finished cleaning."),
+    )
+    async with slack_bridge(
+        agent_home, version, tmp_path, "-e", gate, transport=transport
+    ) as slack:
+        root = (await slack.mention("clean the build"))["payload"]["event"]["ts"]
+        dialog = await until_shown(slack, root, "[Yes]")
+        assert "rm -rf build" in dialog.visible
+        yes = action_id(dialog, "Yes")
+        await slack.acked(await slack.press(dialog.ts, yes, user=BOB))
+        refusal = await slack.wait_for(
+            "chat.postEphemeral", lambda c: c.args.get("user") == BOB, WAIT
+        )
+        assert "Only" in str(refusal.args.get("text")) + str(refusal.args.get("blocks"))
+        assert "[Yes]" in slack.messages[dialog.ts].visible, "a refused press took the buttons"
+        await slack.acked(await slack.press(dialog.ts, yes, user=ALICE))
+        await until_shown(slack, root, "Finished cleaning.")
+        await until_shown(slack, root, "chose: Yes")
+    assert any("CLEANED-42" in str(m) for r in fake_llm.requests for m in r.messages)
+
+
 async def test_bang_stop_in_the_thread_ends_a_run(
-    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+    version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
     fake_llm.add(
         "slowly",
         Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})]),
         Reply(text="Should not get here."),
     )
-    async with slack_bridge(agent_home, version, tmp_path) as slack:
+    async with slack_bridge(agent_home, version, tmp_path, transport=transport) as slack:
         root = (await slack.mention("do it slowly"))["payload"]["event"]["ts"]
         await until_shown(slack, root, "bash")
         await slack.thread_message("!stop", root)
         await until_shown(slack, root, "stopped")
         assert find(slack, root, "Should not get here.") is None
+
+
+async def test_http_mode_answers_the_url_check_and_rejects_unsigned_or_stale_requests(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("hello", Reply(text="Signed and answered."))
+    async with slack_bridge(agent_home, version, tmp_path, transport="http") as slack:
+        status, body = await slack.verify_url()
+        assert status == 200
+        assert "challenge-" in body
+        forged = await slack.send_envelope(
+            "events_api",
+            slack.event_callback(slack.mention_event("hello forged")),
+            secret="not-the-secret",
+        )
+        stale_payload = slack.event_callback(slack.mention_event("hello stale"))
+        stale, _ = await slack.post("events_api", stale_payload, stamp=time.time() - 600)
+        assert (slack.answers[forged["envelope_id"]], stale) == (401, 401)
+        root = (await slack.mention("hello signed"))["payload"]["event"]["ts"]
+        await until_shown(slack, root, "Signed and answered.")
+    assert requests_with(fake_llm, "hello") == 1
+    assert requests_with(fake_llm, "forged") == requests_with(fake_llm, "stale") == 0
 
 
 async def test_the_stop_button_ends_a_run(

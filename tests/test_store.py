@@ -480,7 +480,7 @@ async def test_the_redis_audit_log_keeps_the_newest_entries_up_to_its_cap(
 async def test_an_unreachable_redis_is_a_store_error_that_hides_the_password(
     tmp_path: Path,
 ) -> None:
-    from tests.support.redis_server import free_port
+    from tests.support.loopback import free_port
 
     url = f"redis://bridge:hunter2@127.0.0.1:{free_port()}/0"
     with pytest.raises(StoreError, match="cannot reach the redis store") as raised:

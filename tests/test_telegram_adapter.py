@@ -25,7 +25,8 @@ from bridge.model import (
     TransientError,
 )
 from bridge.router import CONTROL_COMMANDS
-from tests.support.fake_telegram import ALICE, SECRET, TOKEN, FakeTelegram, free_port
+from tests.support.fake_telegram import ALICE, SECRET, TOKEN, FakeTelegram
+from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -20,7 +20,8 @@ from bridge.store import open_store
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
-from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram, free_port
+from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram
+from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -1,4 +1,5 @@
-"""A fake Slack (Web API + Socket Mode) on 127.0.0.1 for the real slack_sdk and bolt.
+"""A fake Slack (Web API, Socket Mode, signed HTTP deliveries) on 127.0.0.1 for the
+real slack_sdk and bolt.
 
 `FakeSlack` serves `/api/<method>` for the calls the bridge makes, records every
 call (`calls`) and every Socket Mode ack (`acks`), keeps the messages the bot
@@ -11,6 +12,13 @@ it arrived (`Call.at`). `views.open` checks the modal's shape and its trigger_id
 (issued by a press, valid 3 s) and keeps the view (`views`); `submit_view()`
 submits one as Slack's `view_submission`. Reactions are kept per message
 (`reactions`), refusing doubles as Slack does.
+
+With `events_url` set (the app's Request URL), the same deliveries go as Slack's
+HTTP mode sends them instead: events as JSON, interactivity as a form field
+`payload`, each signed with `signing_secret` (`X-Slack-Signature`, v0 scheme),
+retries carrying `X-Slack-Retry-Num`. Slack waits 3 s for the answer; the status
+is kept in `answers` (0: no answer in time) and a 200 counts as an ack.
+`verify_url()` sends the URL verification challenge.
 
 `enforce_limits=True` adds Slack's per-message and per-channel limits, answering
 HTTP 429 with `Retry-After` (whole seconds) and `{"ok": false, "error":
@@ -25,13 +33,17 @@ Tests must clear the proxy variables: slack_sdk ignores NO_PROXY (PITFALLS.md).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import json
 import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlencode
 
+import aiohttp
 import anyio
 from aiohttp import WSMsgType, web
 
@@ -50,6 +62,8 @@ CHANNEL = "C0CHAN"
 DM_CHANNEL = "D0DM"
 WAIT = 10.0
 TRIGGER_LIFE = 3.0  # seconds a press's trigger_id can open a modal
+ACK_WITHIN = 3.0  # seconds Slack waits for an HTTP delivery's answer
+SIGNING_SECRET = "fake-signing-secret"
 # Slack's limits, enforced with `enforce_limits=True`.
 UPDATE_INTERVAL = 1.0  # s between accepted chat.update calls of one message
 POST_BURST = 3.0  # chat.postMessage per channel: bucket size …
@@ -109,6 +123,9 @@ class FakeSlack:
     triggers: dict[str, float] = field(default_factory=dict)  # trigger_id → issued at
     reactions: dict[str, list[str]] = field(default_factory=dict)  # message ts → names
     enforce_limits: bool = False
+    events_url: str = ""  # the app's Request URL: deliveries go there over HTTP
+    signing_secret: str = SIGNING_SECRET
+    answers: dict[str, int] = field(default_factory=dict)  # envelope id → HTTP status
     limited: list[Call] = field(default_factory=list)  # refused with 429 by the limits
     _updated_at: dict[str, float] = field(default_factory=dict)  # ts → last accepted update
     _post_bucket: dict[str, tuple[float, float]] = field(default_factory=dict)  # (tokens, at)
@@ -182,7 +199,7 @@ class FakeSlack:
     async def connected(self) -> None:
         await self.wait_until(lambda: self._ws is not None and not self._ws.closed)
 
-    # --- Socket Mode deliveries -------------------------------------------------------
+    # --- deliveries (Socket Mode, or HTTP) --------------------------------------------------
 
     def new_ts(self) -> str:
         n = next(self._serial)
@@ -190,6 +207,11 @@ class FakeSlack:
 
     async def mention(
         self, text: str, *, user: str = ALICE, channel: str = CHANNEL, thread_ts: str | None = None
+    ) -> Json:
+        return await self.deliver_event(self.mention_event(text, user, channel, thread_ts))
+
+    def mention_event(
+        self, text: str, user: str = ALICE, channel: str = CHANNEL, thread_ts: str | None = None
     ) -> Json:
         event: Json = {
             "type": "app_mention",
@@ -200,7 +222,7 @@ class FakeSlack:
         }
         if thread_ts:
             event["thread_ts"] = thread_ts
-        return await self.deliver_event(event)
+        return event
 
     async def thread_message(
         self, text: str, thread_ts: str, *, user: str = ALICE, channel: str = CHANNEL
@@ -228,8 +250,12 @@ class FakeSlack:
         return await self.deliver_event(event)
 
     async def deliver_event(self, event: Json) -> Json:
+        return await self.send_envelope("events_api", self.event_callback(event))
+
+    def event_callback(self, event: Json) -> Json:
+        """`event` wrapped as the Events API delivers it, with a fresh event_id."""
         n = next(self._serial)
-        payload = {
+        return {
             "token": "verification-token",
             "team_id": TEAM,
             "api_app_id": APP_ID,
@@ -238,7 +264,6 @@ class FakeSlack:
             "event_id": f"Ev{n:08d}",
             "event_time": 1_700_000_000 + n,
         }
-        return await self.send_envelope("events_api", payload)
 
     async def press(self, message_ts: str, action_id: str, *, user: str = ALICE) -> Json:
         """A press on a button of the bot's message `message_ts`."""
@@ -313,8 +338,11 @@ class FakeSlack:
         }
         return await self.send_envelope("interactive", payload)
 
-    async def send_envelope(self, kind: str, payload: Json, retry: int = 0) -> Json:
-        envelope = {
+    async def send_envelope(
+        self, kind: str, payload: Json, retry: int = 0, *, secret: str | None = None
+    ) -> Json:
+        """Deliver `payload` (Socket Mode, or HTTP signed with `secret` when given)."""
+        envelope: Json = {
             "envelope_id": f"env-{next(self._serial)}",
             "type": kind,
             "accepts_response_payload": False,
@@ -322,6 +350,12 @@ class FakeSlack:
             "retry_reason": "timeout" if retry else "",
             "payload": payload,
         }
+        if self.events_url:
+            status, _ = await self.post(kind, payload, retry, secret=secret)
+            self.answers[envelope["envelope_id"]] = status
+            if status == 200:
+                self.acks.append(envelope["envelope_id"])
+            return envelope
         await self.connected()
         assert self._ws is not None
         await self._ws.send_json(envelope)
@@ -335,6 +369,52 @@ class FakeSlack:
 
     async def acked(self, envelope: Json) -> None:
         await self.wait_until(lambda: envelope["envelope_id"] in self.acks)
+
+    # --- HTTP deliveries --------------------------------------------------------------
+
+    async def post(
+        self,
+        kind: str,
+        payload: Json,
+        retry: int = 0,
+        *,
+        secret: str | None = None,
+        stamp: float | None = None,
+    ) -> tuple[int, str]:
+        """POST one delivery to `events_url` as Slack does; (status, body), status 0
+        when the app did not answer within Slack's 3 s."""
+        if kind == "interactive":
+            body = urlencode({"payload": json.dumps(payload)}).encode()
+            content_type = "application/x-www-form-urlencoded"
+        else:
+            body = json.dumps(payload).encode()
+            content_type = "application/json"
+        headers = {
+            "Content-Type": content_type,
+            **signature(self.signing_secret if secret is None else secret, body, stamp),
+        }
+        if retry:
+            headers["X-Slack-Retry-Num"] = str(retry)
+            headers["X-Slack-Retry-Reason"] = "http_timeout"
+        timeout = aiohttp.ClientTimeout(total=ACK_WITHIN)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as http,
+                http.post(self.events_url, data=body, headers=headers) as answer,
+            ):
+                return answer.status, await answer.text()
+        except TimeoutError:
+            return 0, ""
+
+    async def verify_url(self) -> tuple[int, str]:
+        """Slack's check of a new Request URL: the app must echo the challenge."""
+        challenge = f"challenge-{next(self._serial)}"
+        payload = {
+            "token": "verification-token",
+            "challenge": challenge,
+            "type": "url_verification",
+        }
+        return await self.post("url_verification", payload)
 
     # --- the server ------------------------------------------------------------------
 
@@ -496,6 +576,13 @@ class FakeSlack:
         if self.uploads.pop(str(args.get("file")), None) is None:
             return {"error": "file_not_found"}
         return {}
+
+
+def signature(secret: str, body: bytes, stamp: float | None = None) -> dict[str, str]:
+    """Slack's request signing headers for `body` (v0: HMAC-SHA256 of "v0:ts:body")."""
+    ts = str(int(time.time() if stamp is None else stamp))
+    digest = hmac.new(secret.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256)
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest.hexdigest()}"}
 
 
 async def _arguments(request: web.Request) -> Json:

@@ -24,7 +24,6 @@ import itertools
 import json
 import math
 import re
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -516,13 +515,6 @@ class FakeTelegram:
         if self.enforce_limits and len(recent) >= 20:
             raise _too_many(math.ceil(60.0 - (now - recent[0])))
         self._group_sends[chat_id] = [*recent, now]
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now, for a webhook endpoint the test starts."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _too_many(seconds: int) -> ApiError:

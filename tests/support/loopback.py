@@ -1,8 +1,19 @@
-"""Start a fake server's aiohttp app on 127.0.0.1 at a free port (tests talk to nothing else)."""
+"""Loopback plumbing for tests: start a fake server's aiohttp app on 127.0.0.1 at a free
+port, or find a free port for a server the code under test starts (tests talk to
+nothing else)."""
 
 from __future__ import annotations
 
+import socket
+
 from aiohttp import web
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now (the kernel's pick for an ephemeral bind)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 async def serve_on_loopback(app: web.Application) -> tuple[web.AppRunner, int]:

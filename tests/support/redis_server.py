@@ -14,6 +14,8 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
+from tests.support.loopback import free_port
+
 if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
@@ -30,13 +32,6 @@ READY_TIMEOUT = 10.0  # seconds
 def redis_server_bin() -> str | None:
     """The redis-server executable on PATH, if any."""
     return shutil.which("redis-server")
-
-
-def free_port() -> int:
-    """A port nobody listens on right now (the kernel's pick for an ephemeral bind)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def answers_ping(port: int) -> bool:
