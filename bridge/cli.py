@@ -213,6 +213,7 @@ async def _telegram(loaded: Loaded, store: Store, metrics: Metrics, stopping: an
 
 
 async def _slack(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event) -> None:
+    from adapters.slack.groups import user_groups_in
     from adapters.slack.runner import PREFIXES, run_slack
     from bridge.service import Bridge
 
@@ -225,7 +226,9 @@ async def _slack(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio
         async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
             yield metrics.counting("slack", bridge)
 
-    await run_slack(settings, bridge_for, store, stop=stopping)
+    # Per-chat approvers may name user groups too; the intake resolves their members.
+    groups = user_groups_in(*(chat.approvers for chat in options.chats.values()))
+    await run_slack(settings, bridge_for, store, stop=stopping, user_groups=groups)
 
 
 # --- check -------------------------------------------------------------------------------

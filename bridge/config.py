@@ -76,6 +76,7 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "SLACK_API_BASE_URL": (("slack", "api_base_url"), "str"),
     "SLACK_ALLOWED_USERS": (("slack", "allowed_users"), "list"),
     "SLACK_APPROVERS": (("slack", "approvers"), "list"),
+    "SLACK_ALLOWED_CHANNELS": (("slack", "allowed_channels"), "list"),
     "SLACK_HTTP_PORT": (("slack", "http_port"), "str"),
     "PI_BRIDGE_METRICS_PORT": (("metrics", "port"), "str"),
     "PI_BRIDGE_METRICS_HOST": (("metrics", "host"), "str"),
@@ -134,6 +135,7 @@ class SlackSection(_Section):
     api_base_url: str = SLACK_API
     allowed_users: list[str] | None = None
     approvers: list[str] = []
+    allowed_channels: list[str] | None = None
     http_port: int = Field(default=3000, ge=1, le=65535)
     http_host: str = "0.0.0.0"
 
@@ -499,6 +501,7 @@ def _slack(section: SlackSection | None, problems: list[str]) -> SlackSettings |
         api_base_url=section.api_base_url,
         allowed_users=frozenset(section.allowed_users) if section.allowed_users else None,
         approvers=frozenset(section.approvers),
+        allowed_channels=frozenset(section.allowed_channels) if section.allowed_channels else None,
         http_port=section.http_port,
         http_host=section.http_host,
     )

@@ -334,7 +334,7 @@ class Conversation:
         record = self.record
         approvers = self.s.options.approvers_of(self.key) | set(record.approvers if record else ())
         owner = record.owner if record else None
-        return sender.id == owner or sender.id in approvers
+        return sender.id == owner or sender.named_in(approvers)
 
     async def _dialog_choice(self, press: Press, choice: DialogChoice, sender: Sender) -> None:
         if not self.may_answer(sender):

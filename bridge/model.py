@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
 ConversationKey = str  # "tg:<chat>", "tg:<chat>:<topic>", "slack:<team>:<channel>[:<ts>]"
 
@@ -48,9 +48,18 @@ class MessageRef:
 
 @dataclass(frozen=True, slots=True)
 class Sender:
+    """Who sent an inbound. `groups` are the ids of the groups named in the
+    configuration (Slack user groups) the sender belongs to: an allowed or
+    approving group admits its members."""
+
     id: str
     name: str = ""
     is_bot: bool = False
+    groups: frozenset[str] = frozenset()
+
+    def named_in(self, ids: Collection[str]) -> bool:
+        """Whether `ids` names this sender, directly or by one of their groups."""
+        return self.id in ids or any(group in ids for group in self.groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +83,10 @@ class Inbound:
     """One user action in a conversation, already normalised by the adapter.
 
     `event_id` is the platform's delivery id, used to drop redeliveries; `reply_to`
-    is the platform id of the message this one replies to (dialog answers by reply).
+    is the platform id of the message this one replies to (dialog answers by reply);
+    `private_reply`, where the platform can show a message to one user only (Slack's
+    ephemeral messages), is the id `Adapter.answer_press` takes to answer the sender
+    privately.
     """
 
     key: ConversationKey
@@ -88,6 +100,7 @@ class Inbound:
     message_id: str | None = None  # the platform's id of this message (Slack ts)
     from_self: bool = False
     is_edit: bool = False
+    private_reply: str = ""
 
 
 # --- outbound -------------------------------------------------------------------------
@@ -160,7 +173,8 @@ class Upload:
 
 @dataclass(frozen=True, slots=True)
 class AnswerPress:
-    """A private answer to a button press (toast / ephemeral message)."""
+    """A private answer to a button press (toast / ephemeral message), or to a
+    message's sender through its `Inbound.private_reply`."""
 
     press_id: str
     text: str = ""

@@ -218,6 +218,6 @@ def screen(inbound: Inbound, allowed: Collection[str] | None) -> Gate | None:
         return Gate("drop", "own or bot message")
     if inbound.is_edit:
         return Gate("drop", "edit of an earlier message")
-    if allowed is not None and inbound.sender.id not in allowed:
+    if allowed is not None and not inbound.sender.named_in(allowed):
         return Gate("refuse", "sender not allowed")
     return None

@@ -142,11 +142,16 @@ class Bridge:
             return
         if await self.store.seen(f"refused:{inbound.key}:{inbound.sender.id}", REFUSAL_TTL):
             return
-        self._say(
-            inbound,
+        text = (
             "Sorry, you are not allowed to use this bot. "
-            f"(Your user id is {inbound.sender.id}; an admin can add it.)",
+            f"(Your user id is {inbound.sender.id}; an admin can add it.)"
         )
+        if inbound.private_reply:  # only the sender sees it (e.g. Slack's ephemeral)
+            self.outbox.submit(
+                inbound.key, inbound.chat, [AnswerPress(inbound.private_reply, text)]
+            )
+        else:
+            self._say(inbound, text)
 
     def _say(self, inbound: Inbound, text: str) -> None:
         self.outbox.submit(

@@ -268,15 +268,18 @@ def test_platform_settings_reach_the_adapters(tmp_path: Path) -> None:
         {
             "SLACK_BOT_TOKEN": "xoxb-1",
             "SLACK_SIGNING_SECRET": "sig",
-            "SLACK_ALLOWED_USERS": "U1, U2",
-            "SLACK_APPROVERS": "U1",
+            "SLACK_ALLOWED_USERS": "U1, U2, S0DEVS",
+            "SLACK_APPROVERS": "U1,S0LEADS",
+            "SLACK_ALLOWED_CHANNELS": "C1",
             "TELEGRAM_BOT_TOKEN": "1:abc",
             "TELEGRAM_APPROVERS": "42",
         },
     )
     assert loaded.platforms == ("telegram", "slack")
     assert loaded.slack is not None
-    assert loaded.slack.allowed_users == frozenset({"U1", "U2"})
+    assert loaded.slack.allowed_users == frozenset({"U1", "U2", "S0DEVS"})
+    assert loaded.slack.user_groups == frozenset({"S0DEVS", "S0LEADS"})
+    assert loaded.slack.allowed_channels == frozenset({"C1"})
     assert loaded.slack.http_port == 3100
     assert not loaded.slack.socket_mode
     assert loaded.telegram is not None

@@ -37,6 +37,7 @@ METHOD_SCOPES: dict[str, str | None] = {
     "files_delete": "files:write",
     "reactions_add": "reactions:write",
     "reactions_remove": "reactions:write",
+    "usergroups_users_list": "usergroups:read",
     "views_open": None,
     "auth_test": None,
 }

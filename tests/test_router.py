@@ -171,6 +171,7 @@ def test_commands_are_parsed_and_normalised(
     assert parse_command(text, ("/",), bot) == expected
 
 
+GROUP = frozenset({"S1"})
 GATES: list[tuple[str, Inbound, list[str] | None, str | None]] = [
     ("allowed sender passes", msg("hi"), ["42"], None),
     ("everyone allowed when no list", msg("hi"), None, None),
@@ -178,6 +179,18 @@ GATES: list[tuple[str, Inbound, list[str] | None, str | None]] = [
     ("own message dropped", msg("hi", from_self=True), ["42"], "drop"),
     ("other bot dropped", msg("hi", sender=Sender("9", is_bot=True)), None, "drop"),
     ("edit dropped", msg("hi", is_edit=True), ["42"], "drop"),
+    (
+        "member of an allowed group passes",
+        msg("hi", sender=Sender("7", groups=GROUP)),
+        ["S1"],
+        None,
+    ),
+    (
+        "member of another group refused",
+        msg("hi", sender=Sender("7", groups=GROUP)),
+        ["S2"],
+        "refuse",
+    ),
 ]
 
 

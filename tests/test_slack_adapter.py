@@ -14,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.convert import Identity
+from adapters.slack.groups import UserGroups
 from adapters.slack.runner import PREFIXES, run_slack, slack_intake
 from adapters.slack.settings import SlackSettings
 from bridge.model import (
@@ -53,6 +54,7 @@ pytestmark = pytest.mark.anyio
 
 THREAD = ChatRef(CHANNEL, "1700000000.000001")
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+EVE = "U0EVE"  # not an allowed user
 
 
 @pytest.fixture(autouse=True)
@@ -188,6 +190,17 @@ async def test_slack_errors_become_platform_errors(
     slack.fail("chat.postMessage", error, status=status)
     with pytest.raises(expected):
         await adapter.send(THREAD, "hi", markup=markup)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [(502, TransientError), (405, PlatformError)], ids=["502", "405"]
+)
+async def test_an_html_answer_from_in_front_of_slack_is_still_a_platform_error(
+    slack: FakeSlack, adapter: SlackAdapter, status: int, expected: type[PlatformError]
+) -> None:
+    slack.fail("chat.postMessage", "Bad Gateway", status=status, html=True)
+    with pytest.raises(expected):
+        await adapter.send(THREAD, "hi")
 
 
 async def test_blocks_over_slacks_limits_are_refused_as_slack_does(
@@ -450,12 +463,15 @@ def test_settings_come_from_the_documented_environment_names() -> None:
             "SLACK_APP_TOKEN": "xapp-1",
             "SLACK_API_BASE_URL": "http://127.0.0.1:9/api/",
             "SLACK_ALLOWED_USERS": "U1, U2",
-            "SLACK_APPROVERS": "U1",
+            "SLACK_APPROVERS": "U1, S0LEADS",
+            "SLACK_ALLOWED_CHANNELS": "C1,C2",
         }
     )
     assert settings.socket_mode
     assert settings.allowed_users == frozenset({"U1", "U2"})
-    assert settings.approvers == frozenset({"U1"})
+    assert settings.approvers == frozenset({"U1", "S0LEADS"})
+    assert settings.user_groups == frozenset({"S0LEADS"})
+    assert settings.allowed_channels == frozenset({"C1", "C2"})
     assert "xoxb" not in repr(settings)
     with pytest.raises(ValueError, match="SLACK_APP_TOKEN"):
         SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-1"})
@@ -490,3 +506,124 @@ async def test_run_slack_refuses_a_stranger_politely_without_agent_work(
         await store.aclose()
     assert "not allowed" in refusal.args["text"]
     assert refusal.args["channel"] == "D0DM"
+
+
+async def test_a_stranger_in_a_channel_is_refused_once_and_only_they_see_it(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    settings = SlackSettings(
+        bot_token=slack.bot_token,
+        app_token=slack.app_token,
+        api_base_url=slack.base_url,
+        allowed_users=frozenset({ALICE}),
+    )
+    agent = AgentOptions(argv=("/nonexistent/pi",), env={})  # starting it fails the test
+    options = BridgeOptions(tmp_path, agent, allowed_users=settings.allowed_users)
+    store = await open_store("sqlite", tmp_path)
+
+    @contextlib.asynccontextmanager
+    async def bridge_for(adapter: SlackAdapter) -> AsyncIterator[Bridge]:
+        async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
+            yield bridge
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_slack, settings, bridge_for, store)
+            first = (await slack.mention("let me in", user=EVE))["payload"]["event"]
+            note = await slack.wait_for("chat.postEphemeral")
+            await slack.mention("please", user=EVE, thread_ts=first["ts"])
+            await slack.wait_until(lambda: len(slack.acks) == 2)
+            await anyio.sleep(0.3)  # room for a second note, which must not come
+            tg.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+    assert "not allowed" in note.args["text"]
+    assert (note.args["user"], note.args["channel"]) == (EVE, CHANNEL)
+    assert note.args["thread_ts"] == first["ts"]
+    assert len(slack.called("chat.postEphemeral")) == 1
+    assert not slack.called("chat.postMessage"), "the refusal was public"
+
+
+async def test_members_of_a_configured_user_group_carry_it(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    slack.usergroups = {"S0DEVS": [ALICE, "U0BOB"], "S0LEADS": ["U0BOB"]}
+    settings = SlackSettings(
+        bot_token=slack.bot_token,
+        app_token=slack.app_token,
+        api_base_url=slack.base_url,
+        allowed_users=frozenset({"S0DEVS"}),
+    )
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter, user_groups=["S0LEADS"]):
+        await slack.dm("hi", user=ALICE)
+        await slack.dm("hello", user="U0BOB")
+        await slack.dm("hey", user=EVE)
+        await bridge.count(3)
+    groups = {i.sender.id: i.sender.groups for i in bridge.inbounds}
+    assert groups == {
+        ALICE: frozenset({"S0DEVS"}),
+        "U0BOB": frozenset({"S0DEVS", "S0LEADS"}),
+        EVE: frozenset(),
+    }
+    asked = sorted(c.args["usergroup"] for c in slack.called("usergroups.users.list"))
+    assert asked == ["S0DEVS", "S0LEADS"], "members are cached, not asked per message"
+
+
+async def test_when_slack_cannot_list_a_group_nobody_is_admitted_by_it(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    settings = SlackSettings(
+        bot_token=slack.bot_token,
+        app_token=slack.app_token,
+        api_base_url=slack.base_url,
+        allowed_users=frozenset({"S0GONE"}),
+    )
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        await slack.dm("hi", user=ALICE)
+        await bridge.count(1)
+    assert bridge.inbounds[0].sender.groups == frozenset()
+
+
+async def test_outside_the_allowed_channels_a_mention_is_told_once_privately(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    settings = SlackSettings(
+        bot_token=slack.bot_token,
+        app_token=slack.app_token,
+        api_base_url=slack.base_url,
+        allowed_channels=frozenset({CHANNEL}),
+    )
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        await slack.mention("here?", channel="C0OTHER")
+        note = await slack.wait_for("chat.postEphemeral")
+        await slack.mention("still?", channel="C0OTHER")
+        await slack.mention("and here", channel=CHANNEL)
+        await slack.dm("and privately")
+        await bridge.count(2)
+        await anyio.sleep(0.2)
+    assert [i.text for i in bridge.inbounds] == ["and here", "and privately"]
+    assert (note.args["channel"], note.args["user"]) == ("C0OTHER", ALICE)
+    assert "not enabled in this channel" in note.args["text"]
+    assert len(slack.called("chat.postEphemeral")) == 1
+
+
+async def test_group_members_are_asked_again_after_the_ttl_and_kept_when_slack_fails(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    now = [0.0]
+    slack.usergroups = {"S0DEVS": [ALICE]}
+    groups = UserGroups(adapter, ["S0DEVS"], ttl=300, clock=lambda: now[0])
+    assert await groups.of(ALICE) == {"S0DEVS"}
+    slack.usergroups = {"S0DEVS": ["U0BOB"]}
+    now[0] = 299
+    assert await groups.of(ALICE) == {"S0DEVS"}, "asked Slack before the ttl ran out"
+    now[0] = 301
+    assert await groups.of(ALICE) == frozenset()
+    assert await groups.of("U0BOB") == {"S0DEVS"}
+    slack.fail("usergroups.users.list", "internal_error", status=500)
+    now[0] = 700
+    assert await groups.of("U0BOB") == {"S0DEVS"}, "a failing Slack dropped the last known"
+    assert len(slack.called("usergroups.users.list")) == 3

@@ -73,13 +73,14 @@ PHOTO = fixture("""{"type": "message", "subtype": "file_share", "channel_type": 
 
 
 @pytest.mark.parametrize(
-    ("event", "key", "chat", "text"),
+    ("event", "key", "chat", "text", "private"),
     [
         pytest.param(
             MENTION,
             "slack:T1:C1:100.1",
             ChatRef("C1", "100.1"),
             "fix the build",
+            "C1|U1|100.1",
             id="a top-level mention starts a thread",
         ),
         pytest.param(
@@ -87,6 +88,7 @@ PHOTO = fixture("""{"type": "message", "subtype": "file_share", "channel_type": 
             "slack:T1:C1:200.1",
             ChatRef("C1", "200.1"),
             "look here",
+            "C1|U1|200.1",
             id="a mention in a thread adopts the thread",
         ),
         pytest.param(
@@ -94,17 +96,20 @@ PHOTO = fixture("""{"type": "message", "subtype": "file_share", "channel_type": 
             "slack:T1:C1:100.1",
             ChatRef("C1", "100.1"),
             "and also the tests",
+            "C1|U1|100.1",
             id="a reply in an owned thread",
         ),
-        pytest.param(DM, "slack:T1:D1", ChatRef("D1"), "hi bot", id="a direct message"),
+        pytest.param(DM, "slack:T1:D1", ChatRef("D1"), "hi bot", "", id="a direct message"),
         pytest.param(
-            PHOTO, "slack:T1:D1", ChatRef("D1"), "what is this?", id="a file share in a DM"
+            PHOTO, "slack:T1:D1", ChatRef("D1"), "what is this?", "", id="a file share in a DM"
         ),
     ],
 )
 def test_messages_for_the_bridge_become_inbounds(
-    event: dict[str, Any], key: str, chat: ChatRef, text: str
+    event: dict[str, Any], key: str, chat: ChatRef, text: str, private: str
 ) -> None:
+    """`private`: where a note for the sender alone goes (an ephemeral message in
+    the thread; in a DM plain messages are already private)."""
     converted = from_event(envelope(event), ME, OWNED)
     assert converted is not None
     inbound = converted.inbound
@@ -115,6 +120,7 @@ def test_messages_for_the_bridge_become_inbounds(
     assert not inbound.is_edit
     assert inbound.event_id == "Ev1"
     assert inbound.message_id == event["ts"]  # where reactions go
+    assert inbound.private_reply == private
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,8 @@ LIMITS = PlatformLimits(
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 WAIT = 30.0
 BOB = "U0BOB"  # allowed in, but neither the thread's starter nor an approver
+CAROL = "U0CAROL"  # in the user group LEADS, which approves
+LEADS = "S0LEADS"
 
 
 @pytest.fixture(autouse=True)
@@ -74,13 +76,14 @@ async def slack_bridge(
         tmp_path / "data",
         home.argv(version, *extra),
         home.env(),
-        allowed_users=frozenset({ALICE, BOB}),
+        allowed_users=frozenset({ALICE, BOB, LEADS}),
+        approvers=frozenset({LEADS}),
     )
     store = await open_store("sqlite", opts.data_dir)
     port = free_port()
     events_url = f"http://127.0.0.1:{port}/slack/events" if transport == "http" else ""
     try:
-        async with FakeSlack(events_url=events_url) as slack:
+        async with FakeSlack(events_url=events_url, usergroups={LEADS: [CAROL]}) as slack:
             settings = SlackSettings(
                 bot_token=slack.bot_token,
                 api_base_url=slack.base_url,
@@ -99,7 +102,7 @@ async def slack_bridge(
 
             async with (
                 Bridge(adapter, store, opts, prefixes=PREFIXES) as bridge,
-                slack_intake(settings, bridge, adapter, owns),
+                slack_intake(settings, bridge, adapter, owns, user_groups=[LEADS]),
             ):
                 yield slack
     finally:
@@ -171,8 +174,14 @@ async def test_a_thread_shows_its_tool_calls_takes_a_steer_and_ignores_slacks_re
         assert set(slack.answers.values()) == {200}, slack.answers
 
 
-async def test_a_dangerous_commands_yes_is_refused_to_others_and_runs_for_the_starter(
-    version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+@pytest.mark.parametrize("presser", [ALICE, CAROL], ids=["starter", "approver by group"])
+async def test_a_dangerous_commands_yes_is_refused_to_others_and_runs_for_approvers(
+    version: str,
+    transport: str,
+    presser: str,
+    fake_llm: FakeLLM,
+    agent_home: AgentHome,
+    tmp_path: Path,
 ) -> None:
     gate = str(extension_path(version, "permission-gate.ts"))
     # The sum is printed only if the command runs: its text never shows in the call.
@@ -194,7 +203,7 @@ async def test_a_dangerous_commands_yes_is_refused_to_others_and_runs_for_the_st
         )
         assert "Only" in str(refusal.args.get("text")) + str(refusal.args.get("blocks"))
         assert "[Yes]" in slack.messages[dialog.ts].visible, "a refused press took the buttons"
-        await slack.acked(await slack.press(dialog.ts, yes, user=ALICE))
+        await slack.acked(await slack.press(dialog.ts, yes, user=presser))
         await until_shown(slack, root, "Finished cleaning.")
         await until_shown(slack, root, "chose: Yes")
     assert any("CLEANED-42" in str(m) for r in fake_llm.requests for m in r.messages)

@@ -84,7 +84,8 @@ _TRANSIENT = frozenset({"internal_error", "fatal_error", "service_unavailable", 
 def map_error(exc: SlackApiError, markup: Markup = "plain") -> PlatformError:
     """One Web API error as the bridge's error tree."""
     response = exc.response
-    error = str(response.get("error") or "")
+    # A proxy or an outage can answer with HTML, which slack_sdk leaves as a string.
+    error = str(response.get("error") or "") if isinstance(response.data, dict) else ""
     if response.status_code == 429 or error == "ratelimited":
         return RateLimited(_retry_after(response.headers))
     if response.status_code >= 500 or error in _TRANSIENT:
@@ -144,6 +145,12 @@ class SlackAdapter:
             str(found.get("user_id") or ""),
             str(found.get("bot_id") or ""),
         )
+
+    async def user_group_members(self, group: str) -> frozenset[str]:
+        """The user ids in a user group (`usergroups.users.list`)."""
+        with translated():
+            found = await self.client.usergroups_users_list(usergroup=group)
+        return frozenset(str(user) for user in found.get("users") or ())
 
     async def send(
         self,

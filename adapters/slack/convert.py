@@ -111,7 +111,9 @@ def _message(
         return None
     team = _team(body, me)
     if event.get("channel_type") == "im":
-        return _converted(body, message, me, dm_key(team, channel), ChatRef(channel), edited)
+        # A DM is already private: answers there are plain messages.
+        chat = ChatRef(channel)
+        return _converted(body, message, me, dm_key(team, channel), chat, edited, private=False)
     thread_ts = message.get("thread_ts")
     if not thread_ts:
         return None
@@ -130,7 +132,11 @@ def _converted(
     key: str,
     chat: ChatRef,
     edited: bool = False,
+    *,
+    private: bool = True,
 ) -> Converted:
+    """`private`: answers meant for the sender alone go as ephemeral messages."""
+    private = private and bool(message.get("user"))
     bot_id = message.get("bot_id") or ""
     user = message.get("user") or bot_id
     from_self = bool(user and user == me.user_id) or bool(bot_id and bot_id == me.bot_id)
@@ -144,6 +150,7 @@ def _converted(
         from_self=from_self,
         is_edit=edited,
         message_id=str(message.get("ts") or "") or None,
+        private_reply=press_ref(chat.chat_id, user, chat.thread_id or "") if private else "",
     )
     return Converted(inbound, image_files(message))
 

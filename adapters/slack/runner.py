@@ -10,6 +10,11 @@ through and the bridge asks for the answer as a message. Redeliveries are
 dropped by `event_id` here and again by the bridge's store: Socket Mode marks
 first deliveries with `x-slack-retry-num: "0"`, so headers are no guide
 (PITFALLS.md). Closing Socket Mode can hang ~10 s, so it is bounded.
+
+Here too, because they are Slack's notions: a sender's configured user groups are
+looked up and put on the inbound (the bridge admits and lets approve by them),
+and traffic from channels outside `allowed_channels` stops here, a mention there
+answered once per person, privately.
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.convert import ACTION_PREFIX, candidate_thread, from_action, from_event
 from adapters.slack.forms import CALLBACK_ID, from_submission
-from bridge.model import Image
+from adapters.slack.groups import UserGroups
+from bridge.model import Image, PlatformError
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 
     from anyio.abc import TaskStatus
     from slack_bolt.context.ack.async_ack import AsyncAck
@@ -49,6 +55,10 @@ log = logging.getLogger(__name__)
 CLOSE_TIMEOUT = 3.0  # Socket Mode close_async() can block ~10 s (PITFALLS.md)
 REMEMBERED = 10_000  # delivery ids and owned threads kept in memory
 PREFIXES = ("/", "!")  # Slack threads take "!stop": slash commands do not reach threads
+NOT_HERE = (
+    "I'm not enabled in this channel. An admin can add it to SLACK_ALLOWED_CHANNELS; "
+    "a direct message to me works too."
+)
 
 
 class Handles(Protocol):
@@ -67,8 +77,11 @@ class Intake:
     me: Identity
     handle: Callable[[Inbound], Awaitable[None]]
     owns: Callable[[str], Awaitable[bool]] | None = None
+    groups: UserGroups | None = None  # None: no user groups configured
+    allowed_channels: Collection[str] | None = None  # None: every channel
     threads: OrderedDict[str, None] = field(default_factory=OrderedDict)
     seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    told: OrderedDict[str, None] = field(default_factory=OrderedDict)  # refused here
 
     async def on_event(self, body: Mapping[str, Any]) -> None:
         if not _first(self.seen, str(body.get("event_id") or "")):
@@ -77,7 +90,7 @@ class Intake:
         if key is not None and key not in self.threads and await self._owned(key):
             _remember(self.threads, key)
         converted = from_event(body, self.me, self.threads)
-        if converted is None:
+        if converted is None or not await self._channel_allowed(converted.inbound):
             return
         if (body.get("event") or {}).get("type") == "app_mention":
             _remember(self.threads, converted.inbound.key)
@@ -86,6 +99,8 @@ class Intake:
     async def on_action(self, body: Mapping[str, Any]) -> None:
         converted = from_action(body, self.me)
         if converted is None or not _first(self.seen, converted.inbound.event_id):
+            return
+        if not await self._channel_allowed(converted.inbound):
             return
         press = converted.inbound.press
         form = self.adapter.form_for(press.token) if press is not None else None
@@ -102,8 +117,29 @@ class Intake:
     async def _owned(self, key: str) -> bool:
         return self.owns is not None and await self.owns(key)
 
+    async def _channel_allowed(self, inbound: Inbound) -> bool:
+        channel = inbound.chat.chat_id
+        if self.allowed_channels is None or channel in self.allowed_channels:
+            return True
+        if channel.startswith("D"):  # a DM: who may use the bot decides, not the channel
+            return True
+        sender = inbound.sender
+        private = inbound.private_reply or (inbound.press.press_id if inbound.press else "")
+        person = not (inbound.from_self or sender.is_bot or inbound.is_edit)
+        if person and private and _first(self.told, f"{channel}:{sender.id}"):
+            try:
+                await self.adapter.answer_press(private, NOT_HERE)
+            except PlatformError as exc:
+                log.warning("could not tell %s the channel is not enabled: %s", sender.id, exc)
+        return False
+
     async def _deliver(self, converted: Converted) -> None:
         inbound = converted.inbound
+        if self.groups is not None and not (inbound.from_self or inbound.sender.is_bot):
+            groups = await self.groups.of(inbound.sender.id)
+            if groups:
+                sender = dataclasses.replace(inbound.sender, groups=groups)
+                inbound = dataclasses.replace(inbound, sender=sender)
         if converted.image_files and not (inbound.from_self or inbound.is_edit):
             images = []
             for file in converted.image_files:
@@ -195,9 +231,20 @@ async def slack_intake(
     handler: Handles,
     adapter: SlackAdapter,
     owns: Callable[[str], Awaitable[bool]] | None = None,
+    user_groups: Collection[str] = (),
 ) -> AsyncIterator[Intake]:
-    """Slack traffic flowing into `handler` for the life of the block."""
-    intake = Intake(adapter, await adapter.identity(), handler.handle, owns)
+    """Slack traffic flowing into `handler` for the life of the block; `user_groups`:
+    groups named in the bridge's options besides those in `settings` (per-chat
+    approvers)."""
+    groups = settings.user_groups | frozenset(user_groups)
+    intake = Intake(
+        adapter,
+        await adapter.identity(),
+        handler.handle,
+        owns,
+        groups=UserGroups(adapter, groups) if groups else None,
+        allowed_channels=settings.allowed_channels,
+    )
     app = build_app(settings, adapter.client, intake)
     async with anyio.create_task_group() as tg:
         await tg.start(serve, app, settings)
@@ -213,6 +260,7 @@ async def run_slack(
     store: Store,
     *,
     stop: anyio.Event | None = None,
+    user_groups: Collection[str] = (),
 ) -> None:
     """The bridge on Slack until `stop` is set (or cancelled): the CLI's `run` for Slack.
 
@@ -225,7 +273,10 @@ async def run_slack(
         # A thread the bridge answered before a restart is still its conversation.
         return await store.get_conversation(key) is not None
 
-    async with bridge_for(adapter) as handler, slack_intake(settings, handler, adapter, owns):
+    async with (
+        bridge_for(adapter) as handler,
+        slack_intake(settings, handler, adapter, owns, user_groups),
+    ):
         if stop is None:
             await anyio.sleep_forever()
         else:

@@ -2,6 +2,8 @@
 
 Socket Mode is used when `app_token` is set (no public URL needed); otherwise the
 bolt app serves HTTP on `http_port` and verifies requests with `signing_secret`.
+Allowed users and approvers may be user ids or user group ids ("S…");
+`allowed_channels` limits the channels the bot answers in (DMs are not channels).
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from adapters.slack.groups import user_groups_in
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -25,6 +29,7 @@ class SlackSettings:
     api_base_url: str = DEFAULT_API_BASE_URL
     allowed_users: frozenset[str] | None = None  # None: everyone in the workspace
     approvers: frozenset[str] = field(default_factory=frozenset)
+    allowed_channels: frozenset[str] | None = None  # None: every channel it is invited to
     http_port: int = DEFAULT_HTTP_PORT
     http_host: str = "0.0.0.0"  # HTTP mode listens for Slack (usually behind a proxy)
 
@@ -38,6 +43,11 @@ class SlackSettings:
     def socket_mode(self) -> bool:
         return bool(self.app_token)
 
+    @property
+    def user_groups(self) -> frozenset[str]:
+        """The user groups named among the allowed users and approvers."""
+        return user_groups_in(self.allowed_users or (), self.approvers)
+
     def __repr__(self) -> str:
         # Tokens never reach logs or tracebacks.
         return f"SlackSettings(socket_mode={self.socket_mode}, api_base_url={self.api_base_url!r})"
@@ -46,6 +56,7 @@ class SlackSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
         env = os.environ if env is None else env
         allowed = _ids(env.get("SLACK_ALLOWED_USERS", ""))
+        channels = _ids(env.get("SLACK_ALLOWED_CHANNELS", ""))
         port = env.get("SLACK_HTTP_PORT", "")
         return cls(
             bot_token=env.get("SLACK_BOT_TOKEN", ""),
@@ -54,6 +65,7 @@ class SlackSettings:
             api_base_url=env.get("SLACK_API_BASE_URL", "") or DEFAULT_API_BASE_URL,
             allowed_users=allowed or None,
             approvers=_ids(env.get("SLACK_APPROVERS", "")),
+            allowed_channels=channels or None,
             http_port=int(port) if port else DEFAULT_HTTP_PORT,
         )
 

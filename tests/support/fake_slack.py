@@ -11,7 +11,8 @@ the envelope, so a test can `redeliver()` it. Each call carries the monotonic ti
 it arrived (`Call.at`). `views.open` checks the modal's shape and its trigger_id
 (issued by a press, valid 3 s) and keeps the view (`views`); `submit_view()`
 submits one as Slack's `view_submission`. Reactions are kept per message
-(`reactions`), refusing doubles as Slack does.
+(`reactions`), refusing doubles as Slack does. `usergroups` holds user groups'
+members for `usergroups.users.list`.
 
 With `events_url` set (the app's Request URL), the same deliveries go as Slack's
 HTTP mode sends them instead: events as JSON, interactivity as a form field
@@ -107,6 +108,7 @@ class Failure:
     status: int = 200
     retry_after: float | None = None
     times: int = 1
+    html: bool = False  # answered by something in front of Slack: a page, not JSON
 
 
 @dataclass
@@ -122,6 +124,7 @@ class FakeSlack:
     views: dict[str, Json] = field(default_factory=dict)  # view id → opened view
     triggers: dict[str, float] = field(default_factory=dict)  # trigger_id → issued at
     reactions: dict[str, list[str]] = field(default_factory=dict)  # message ts → names
+    usergroups: dict[str, list[str]] = field(default_factory=dict)  # group id → user ids
     enforce_limits: bool = False
     events_url: str = ""  # the app's Request URL: deliveries go there over HTTP
     signing_secret: str = SIGNING_SECRET
@@ -139,6 +142,7 @@ class FakeSlack:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # slack_sdk GETs a few methods
         app.router.add_get("/socket", self._socket)
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_get("/files/{name}", self._file)
@@ -167,10 +171,17 @@ class FakeSlack:
     # --- test controls ---------------------------------------------------------------
 
     def fail(
-        self, method: str, error: str, *, status: int = 200, retry_after: float | None = None
+        self,
+        method: str,
+        error: str,
+        *,
+        status: int = 200,
+        retry_after: float | None = None,
+        html: bool = False,
     ) -> None:
-        """The next call of `method` fails with `error` (and HTTP `status`)."""
-        self.failures[method] = Failure(error, status, retry_after)
+        """The next call of `method` fails with `error` (and HTTP `status`); `html`:
+        as an HTML page, the way a proxy in front of Slack answers."""
+        self.failures[method] = Failure(error, status, retry_after, html=html)
 
     def add_file(self, data: bytes, mime_type: str) -> str:
         """A private file URL (served only with the bot token, like `url_private`)."""
@@ -442,6 +453,9 @@ class FakeSlack:
             if failure.times <= 0:
                 del self.failures[method]
             headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after else {}
+            if failure.html:
+                page = f"<html><body>{failure.error}</body></html>"
+                return web.Response(text=page, status=failure.status, content_type="text/html")
             return web.json_response(
                 {"ok": False, "error": failure.error}, status=failure.status, headers=headers
             )
@@ -557,6 +571,10 @@ class FakeSlack:
         view_id = f"V{next(self._serial)}"
         self.views[view_id] = {**view, "id": view_id}
         return {"view": self.views[view_id]}
+
+    def _m_usergroups_users_list(self, args: Json) -> Json:
+        members = self.usergroups.get(str(args.get("usergroup")))
+        return {"error": "no_such_subteam"} if members is None else {"users": list(members)}
 
     def _m_users_info(self, args: Json) -> Json:
         user = str(args.get("user"))
