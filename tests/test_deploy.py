@@ -175,6 +175,14 @@ def test_the_slack_manifest_grants_every_scope_the_adapter_uses() -> None:
     assert needed <= scopes, f"missing scopes: {needed - scopes}"
 
 
+def test_the_slack_manifest_declares_the_slash_command_the_adapter_answers() -> None:
+    from adapters.slack.slash import COMMAND
+
+    manifest = _manifest()
+    assert [c["command"] for c in manifest["features"]["slash_commands"]] == [COMMAND]
+    assert "commands" in manifest["oauth_config"]["scopes"]["bot"]
+
+
 def test_the_slack_manifest_uses_socket_mode_with_interactivity() -> None:
     settings = _manifest()["settings"]
     assert settings["socket_mode_enabled"] is True

@@ -627,3 +627,45 @@ async def test_group_members_are_asked_again_after_the_ttl_and_kept_when_slack_f
     now[0] = 700
     assert await groups.of("U0BOB") == {"S0DEVS"}, "a failing Slack dropped the last known"
     assert len(slack.called("usergroups.users.list")) == 3
+
+
+async def test_slash_pi_posts_the_task_as_a_thread_root_and_the_thread_follows(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        usage = await slack.slash("")
+        await slack.acked(usage)
+        envelope = await slack.slash("fix the build")
+        await bridge.count(1)
+        [root] = [m for m in slack.messages.values() if m.thread_ts is None]
+        await slack.thread_message("and the tests", root.ts)
+        await bridge.count(2)
+        await slack.redeliver(envelope)
+        await anyio.sleep(0.2)
+    assert "/pi <task>" in slack.acked_with[usage["envelope_id"]]["text"]
+    assert root.channel == CHANNEL
+    assert root.text == f"<@{ALICE}> asked:\n> fix the build"
+    first, second = bridge.inbounds
+    assert first.key == second.key == f"slack:{TEAM}:{CHANNEL}:{root.ts}"
+    assert (first.text, second.text) == ("fix the build", "and the tests")
+    assert len(slack.called("chat.postMessage")) == 1, "a redelivered command started twice"
+
+
+async def test_slash_pi_from_a_stranger_posts_nothing_public(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    settings = SlackSettings(
+        bot_token=slack.bot_token,
+        app_token=slack.app_token,
+        api_base_url=slack.base_url,
+        allowed_users=frozenset({ALICE}),
+    )
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        await slack.slash("let me in", user=EVE)
+        note = await slack.wait_for("chat.postEphemeral")
+    assert note.args["user"] == EVE
+    assert "not allowed" in note.args["text"]
+    assert not slack.called("chat.postMessage")
+    assert not bridge.inbounds

@@ -385,3 +385,19 @@ async def test_a_mention_shows_eyes_while_the_run_works_and_a_check_mark_after(
         reply = (await slack.thread_message("BROKEN now", root))["payload"]["event"]["ts"]
         await slack.wait_until(lambda: slack.reactions.get(reply) == ["x"], WAIT)
     assert slack.reactions[root] == ["white_check_mark"]
+
+
+async def test_slash_pi_starts_a_thread_on_its_task_and_answers_there(
+    version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("SLASH-TASK", Reply(text="Slash task answered in its thread."))
+    async with slack_bridge(agent_home, version, tmp_path, transport=transport) as slack:
+        await slack.acked(await slack.slash("SLASH-TASK please"))
+        await slack.wait_until(lambda: any(m.thread_ts is None for m in slack.messages.values()))
+        [root] = [m for m in slack.messages.values() if m.thread_ts is None]
+        assert "SLASH-TASK please" in root.text
+        await until_shown(slack, root.ts, "Slash task answered in its thread.")
+        fake_llm.add("SECOND-ASK", Reply(text="And the follow-up too."))
+        await slack.thread_message("SECOND-ASK now", root.ts)
+        await until_shown(slack, root.ts, "And the follow-up too.")
+    assert requests_with(fake_llm, "SLASH-TASK") == 1

@@ -152,6 +152,14 @@ class SlackAdapter:
             found = await self.client.usergroups_users_list(usergroup=group)
         return frozenset(str(user) for user in found.get("users") or ())
 
+    async def post_root(self, channel: str, mrkdwn: str) -> str:
+        """A message starting a thread, as mrkdwn text (so mentions show); its ts."""
+        with translated():
+            sent = await self.client.chat_postMessage(
+                channel=channel, text=mrkdwn, unfurl_links=False, unfurl_media=False
+            )
+        return str(sent["ts"])
+
     async def send(
         self,
         chat: ChatRef,

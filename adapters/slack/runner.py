@@ -34,10 +34,17 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.adapter import SlackAdapter
-from adapters.slack.convert import ACTION_PREFIX, candidate_thread, from_action, from_event
+from adapters.slack.convert import (
+    ACTION_PREFIX,
+    Converted,
+    candidate_thread,
+    from_action,
+    from_event,
+)
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
-from bridge.model import Image, PlatformError
+from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
+from bridge.model import Image, PlatformError, Sender
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
@@ -45,8 +52,9 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
     from slack_bolt.context.ack.async_ack import AsyncAck
 
-    from adapters.slack.convert import Converted, Identity
+    from adapters.slack.convert import Identity
     from adapters.slack.settings import SlackSettings
+    from adapters.slack.slash import SlashTask
     from bridge.model import Inbound
     from bridge.store.base import Store
 
@@ -55,6 +63,7 @@ log = logging.getLogger(__name__)
 CLOSE_TIMEOUT = 3.0  # Socket Mode close_async() can block ~10 s (PITFALLS.md)
 REMEMBERED = 10_000  # delivery ids and owned threads kept in memory
 PREFIXES = ("/", "!")  # Slack threads take "!stop": slash commands do not reach threads
+NOT_ALLOWED = "Sorry, you are not allowed to use this bot. (Your user id is {user}.)"
 NOT_HERE = (
     "I'm not enabled in this channel. An admin can add it to SLACK_ALLOWED_CHANNELS; "
     "a direct message to me works too."
@@ -79,6 +88,8 @@ class Intake:
     owns: Callable[[str], Awaitable[bool]] | None = None
     groups: UserGroups | None = None  # None: no user groups configured
     allowed_channels: Collection[str] | None = None  # None: every channel
+    # Checked here only before `/pi` posts a thread root; the bridge screens everything.
+    allowed_users: Collection[str] | None = None
     threads: OrderedDict[str, None] = field(default_factory=OrderedDict)
     seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
     told: OrderedDict[str, None] = field(default_factory=OrderedDict)  # refused here
@@ -114,29 +125,62 @@ class Intake:
         if converted is not None and _first(self.seen, converted.inbound.event_id):
             await self._deliver(converted)
 
+    async def on_command(self, task: SlashTask) -> None:
+        """`/pi <task>`: post the thread's root, then the task as its first message."""
+        if not _first(self.seen, task.delivery):
+            return
+        if not await self._in_allowed_channel(task.channel, task.user, task.private_reply):
+            return
+        if self.allowed_users is not None:
+            sender = Sender(task.user, groups=await self._groups_of(task.user))
+            if not sender.named_in(self.allowed_users):
+                # Refused before anything public is posted.
+                await self._tell(task.private_reply, NOT_ALLOWED.format(user=task.user))
+                return
+        try:
+            root = await self.adapter.post_root(task.channel, root_text(task))
+        except PlatformError as exc:
+            log.warning("/pi could not start a thread in %s: %s", task.channel, exc)
+            await self._tell(task.private_reply, f"Could not start a thread here ({exc}).")
+            return
+        inbound = as_inbound(task, root)
+        _remember(self.threads, inbound.key)
+        await self._deliver(Converted(inbound))
+
+    async def _tell(self, private_reply: str, text: str) -> None:
+        try:
+            await self.adapter.answer_press(private_reply, text)
+        except PlatformError as exc:
+            log.warning("a private note was not delivered: %s", exc)
+
+    async def _groups_of(self, user: str) -> frozenset[str]:
+        return await self.groups.of(user) if self.groups is not None else frozenset()
+
     async def _owned(self, key: str) -> bool:
         return self.owns is not None and await self.owns(key)
 
     async def _channel_allowed(self, inbound: Inbound) -> bool:
-        channel = inbound.chat.chat_id
+        private = inbound.private_reply or (inbound.press.press_id if inbound.press else "")
+        person = not (inbound.from_self or inbound.sender.is_bot or inbound.is_edit)
+        return await self._in_allowed_channel(
+            inbound.chat.chat_id, inbound.sender.id, private if person else ""
+        )
+
+    async def _in_allowed_channel(self, channel: str, user: str, private: str) -> bool:
+        """Whether the bot answers in `channel`; if not, `private` (where a note to
+        the user goes; "": nowhere) is told so once."""
         if self.allowed_channels is None or channel in self.allowed_channels:
             return True
         if channel.startswith("D"):  # a DM: who may use the bot decides, not the channel
             return True
-        sender = inbound.sender
-        private = inbound.private_reply or (inbound.press.press_id if inbound.press else "")
-        person = not (inbound.from_self or sender.is_bot or inbound.is_edit)
-        if person and private and _first(self.told, f"{channel}:{sender.id}"):
-            try:
-                await self.adapter.answer_press(private, NOT_HERE)
-            except PlatformError as exc:
-                log.warning("could not tell %s the channel is not enabled: %s", sender.id, exc)
+        if private and _first(self.told, f"{channel}:{user}"):
+            await self._tell(private, NOT_HERE)
         return False
 
     async def _deliver(self, converted: Converted) -> None:
         inbound = converted.inbound
-        if self.groups is not None and not (inbound.from_self or inbound.sender.is_bot):
-            groups = await self.groups.of(inbound.sender.id)
+        if not (inbound.from_self or inbound.sender.is_bot):
+            groups = await self._groups_of(inbound.sender.id)
             if groups:
                 sender = dataclasses.replace(inbound.sender, groups=groups)
                 inbound = dataclasses.replace(inbound, sender=sender)
@@ -190,7 +234,16 @@ def build_app(settings: SlackSettings, client: AsyncWebClient, intake: Intake) -
         await ack()  # an empty ack closes the modal
         await intake.on_submission(body)
 
+    async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
+        task = from_command(body, intake.me)
+        if task is None:
+            await ack(text=USAGE)  # shown to the user alone
+            return
+        await ack()
+        await intake.on_command(task)
+
     app.event("app_mention")(on_event)
+    app.command(COMMAND)(on_command)
     app.event("message")(on_event)
     app.action(re.compile("^" + re.escape(ACTION_PREFIX)))(on_action)
     app.view(CALLBACK_ID)(on_submission)
@@ -244,6 +297,7 @@ async def slack_intake(
         owns,
         groups=UserGroups(adapter, groups) if groups else None,
         allowed_channels=settings.allowed_channels,
+        allowed_users=settings.allowed_users,
     )
     app = build_app(settings, adapter.client, intake)
     async with anyio.create_task_group() as tg:

@@ -10,7 +10,8 @@ of a method fail (e.g. 429 with Retry-After). `mention()`, `thread_message()`,
 the envelope, so a test can `redeliver()` it. Each call carries the monotonic time
 it arrived (`Call.at`). `views.open` checks the modal's shape and its trigger_id
 (issued by a press, valid 3 s) and keeps the view (`views`); `submit_view()`
-submits one as Slack's `view_submission`. Reactions are kept per message
+submits one as Slack's `view_submission`. `slash()` sends a slash command; what
+an ack carried (a command's private answer) is kept in `acked_with`. Reactions are kept per message
 (`reactions`), refusing doubles as Slack does. `usergroups` holds user groups'
 members for `usergroups.users.list`.
 
@@ -129,6 +130,7 @@ class FakeSlack:
     events_url: str = ""  # the app's Request URL: deliveries go there over HTTP
     signing_secret: str = SIGNING_SECRET
     answers: dict[str, int] = field(default_factory=dict)  # envelope id → HTTP status
+    acked_with: dict[str, Json] = field(default_factory=dict)  # envelope id → ack's payload
     limited: list[Call] = field(default_factory=list)  # refused with 429 by the limits
     _updated_at: dict[str, float] = field(default_factory=dict)  # ts → last accepted update
     _post_bucket: dict[str, tuple[float, float]] = field(default_factory=dict)  # (tokens, at)
@@ -349,6 +351,29 @@ class FakeSlack:
         }
         return await self.send_envelope("interactive", payload)
 
+    async def slash(
+        self, text: str, *, user: str = ALICE, channel: str = CHANNEL, command: str = "/pi"
+    ) -> Json:
+        """A slash command typed in `channel` (Slack shows nobody its text)."""
+        n = next(self._serial)
+        self.triggers[f"trigger-cmd-{n}"] = time.monotonic()
+        payload = {
+            "token": "verification-token",
+            "team_id": TEAM,
+            "team_domain": "fake",
+            "channel_id": channel,
+            "channel_name": "general",
+            "user_id": user,
+            "user_name": user.lower(),
+            "command": command,
+            "text": text,
+            "api_app_id": APP_ID,
+            "is_enterprise_install": "false",
+            "response_url": f"{self.url}/commands/{n}",
+            "trigger_id": f"trigger-cmd-{n}",
+        }
+        return await self.send_envelope("slash_commands", payload)
+
     async def send_envelope(
         self, kind: str, payload: Json, retry: int = 0, *, secret: str | None = None
     ) -> Json:
@@ -356,15 +381,17 @@ class FakeSlack:
         envelope: Json = {
             "envelope_id": f"env-{next(self._serial)}",
             "type": kind,
-            "accepts_response_payload": False,
+            "accepts_response_payload": kind == "slash_commands",
             "retry_attempt": retry,
             "retry_reason": "timeout" if retry else "",
             "payload": payload,
         }
         if self.events_url:
-            status, _ = await self.post(kind, payload, retry, secret=secret)
+            status, body = await self.post(kind, payload, retry, secret=secret)
             self.answers[envelope["envelope_id"]] = status
             if status == 200:
+                if body.strip().startswith("{"):
+                    self.acked_with[envelope["envelope_id"]] = json.loads(body)
                 self.acks.append(envelope["envelope_id"])
             return envelope
         await self.connected()
@@ -396,6 +423,9 @@ class FakeSlack:
         when the app did not answer within Slack's 3 s."""
         if kind == "interactive":
             body = urlencode({"payload": json.dumps(payload)}).encode()
+            content_type = "application/x-www-form-urlencoded"
+        elif kind == "slash_commands":  # a command's fields are the form itself
+            body = urlencode(payload).encode()
             content_type = "application/x-www-form-urlencoded"
         else:
             body = json.dumps(payload).encode()
@@ -436,8 +466,11 @@ class FakeSlack:
         await ws.send_json({"type": "hello", "num_connections": 1})
         async for frame in ws:
             if frame.type == WSMsgType.TEXT:
-                envelope_id = json.loads(frame.data).get("envelope_id")
+                ack = json.loads(frame.data)
+                envelope_id = ack.get("envelope_id")
                 if envelope_id:
+                    if ack.get("payload"):
+                        self.acked_with[envelope_id] = ack["payload"]
                     self.acks.append(envelope_id)
         return ws
 
