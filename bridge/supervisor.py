@@ -6,6 +6,13 @@ many run at once: when full, the least recently active *idle* agent is stopped
 to make room, and when every agent is busy the newcomer waits, told so in its
 chat. The reaper stops agents idle longer than `idle_timeout`; their sessions
 resume on the next message. `drain()` is the graceful shutdown.
+
+A run's status message carries [⏹ Stop] until the run ends; a process killed
+without a drain leaves it so for good. `LiveRuns` therefore keeps a record in the
+store of each conversation's live status message, from the ops the outbox carries
+out, and on start edits the ones an earlier process left live to say it stopped
+(once: each record is dropped as its edit is queued). The agent's session is on
+disk, so the conversation itself resumes on its next message as after any restart.
 """
 
 from __future__ import annotations
@@ -16,11 +23,18 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.conversation import Conversation, Services, SlotGate
+from bridge.model import ChatRef, MessageRef
+from bridge.render.status import retire_after_crash, run_is_live
+from bridge.store.records import LiveRunRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from anyio.abc import TaskGroup, TaskStatus
 
-    from bridge.model import Inbound
+    from bridge.model import Inbound, Op
+    from bridge.outbox import Outbox
+    from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +79,56 @@ class AgentSlots(SlotGate):
         self._changed = anyio.Event()
 
 
+class LiveRuns:
+    """The store's record of live status messages (see the module docstring)."""
+
+    def __init__(self, store: Store, wall: Callable[[], float]) -> None:
+        self._store = store
+        self._wall = wall
+        self._recorded: dict[str, str] = {}  # conversation key → its live status's message id
+
+    async def delivered(self, key: str, chat: ChatRef, op: Op, ref: MessageRef | None) -> None:
+        """An outbox observer: only a run's start and end touch the store, not its
+        progress edits."""
+        live = run_is_live(op)
+        recorded = self._recorded.get(key)
+        if live and ref is not None and ref.message_id != recorded:
+            self._recorded[key] = ref.message_id
+            await self._store.put_live_run(_record(key, chat, ref.message_id, self._wall()))
+        elif live is False and recorded is not None:
+            del self._recorded[key]
+            await self._store.drop_live_run(key, recorded)
+
+    async def retire(self, outbox: Outbox) -> int:
+        """Queue the edit of every status an earlier process left live; how many there were."""
+        records = await self._store.live_runs()
+        for record in records:
+            chat = ChatRef(record.chat_id, record.thread_id, record.is_group)
+            slot, edit = retire_after_crash(record.message_id)
+            outbox.adopt(record.key, slot, MessageRef(chat, record.message_id))
+            outbox.submit(record.key, chat, [edit])
+            await self._store.drop_live_run(record.key, record.message_id)
+        return len(records)
+
+
+def _record(key: str, chat: ChatRef, message_id: str, now: float) -> LiveRunRecord:
+    return LiveRunRecord(
+        key=key,
+        chat_id=chat.chat_id,
+        thread_id=chat.thread_id,
+        is_group=chat.is_group,
+        message_id=message_id,
+        started_at=now,
+    )
+
+
 class Supervisor:
     def __init__(self, services: Services) -> None:
         self.s = services
         self.conversations: dict[str, Conversation] = {}
         self.accepting = True
+        self.live_runs = LiveRuns(services.store, services.wall)
+        services.outbox.observe(self.live_runs.delivered)
         self._tg: TaskGroup | None = None
 
     @property
@@ -78,11 +137,23 @@ class Supervisor:
         return self.s.gate
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        await self._retire_live_runs()
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._reaper)
             task_status.started()
             await anyio.sleep_forever()
+
+    async def _retire_live_runs(self) -> None:
+        # Before the first message: a new run of a conversation may then replace its
+        # record, never the other way round.
+        try:
+            retired = await self.live_runs.retire(self.s.outbox)
+        except Exception:  # the chats are more important than their stale buttons
+            log.exception("could not retire the runs an earlier process left live")
+            return
+        if retired:
+            log.info("retiring %d run(s) left live by an earlier process", retired)
 
     async def deliver(self, inbound: Inbound, arrived: float | None = None) -> bool:
         """Hand an admitted inbound to its conversation; False once draining."""

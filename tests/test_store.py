@@ -23,6 +23,7 @@ from bridge.store import (
     AuditEntry,
     ConversationRecord,
     DialogRecord,
+    LiveRunRecord,
     RedisStore,
     SqliteStore,
     Store,
@@ -30,7 +31,7 @@ from bridge.store import (
     open_store,
 )
 from bridge.store.redis import DEFAULT_PREFIX
-from bridge.store.sqlite import PURGE_INTERVAL, SCHEMA_VERSION
+from bridge.store.sqlite import _MIGRATIONS, PURGE_INTERVAL, SCHEMA_VERSION
 from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
 
 if TYPE_CHECKING:
@@ -141,6 +142,16 @@ def entry(n: int, key: str = KEY) -> AuditEntry:
     return AuditEntry(
         at=T0 + n, key=key, user_id=f"u{n}", request_id=f"req-{n}", choice="yes", title=f"#{n}"
     )
+
+
+def live_run(key: str = KEY, message_id: str = "17", **changes: object) -> LiveRunRecord:
+    fields: dict[str, object] = {
+        "key": key,
+        "chat_id": key.split(":")[1],
+        "message_id": message_id,
+        "started_at": T0,
+    }
+    return LiveRunRecord.model_validate({**fields, **changes})
 
 
 # --- conversations ------------------------------------------------------------------------
@@ -384,6 +395,7 @@ async def test_everything_survives_closing_and_reopening_the_store(backend: Back
     await backend.store.put_conversation(record)
     await backend.store.put_dialogs([dialog("y"), dialog("n")])
     await backend.store.audit(entry(1))
+    await backend.store.put_live_run(live_run())
     assert not await backend.store.seen("event", 60)
     await backend.store.aclose()
 
@@ -393,11 +405,46 @@ async def test_everything_survives_closing_and_reopening_the_store(backend: Back
     assert await reopened.audit_log() == [entry(1)]
     assert await reopened.seen("event", 60)
     assert await reopened.take_dialog("req-1", KEY)
+    assert await reopened.live_runs() == [live_run()]
 
 
 async def test_closing_a_store_twice_is_harmless(store: Store) -> None:
     await store.aclose()
     await store.aclose()
+
+
+# --- live runs --------------------------------------------------------------------------
+
+
+async def test_a_live_run_round_trips_and_runs_are_listed_by_key(store: Store) -> None:
+    topic = live_run("tg:123:9", thread_id="9", is_group=True)
+    for record in (live_run(OTHER, "1700.2"), live_run(), topic):
+        await store.put_live_run(record)
+    assert await store.live_runs() == [live_run(OTHER, "1700.2"), live_run(), topic]
+
+
+async def test_a_conversations_next_live_run_replaces_its_earlier_one(store: Store) -> None:
+    await store.put_live_run(live_run(message_id="17"))
+    await store.put_live_run(live_run(message_id="23", started_at=T0 + 60))
+    assert await store.live_runs() == [live_run(message_id="23", started_at=T0 + 60)]
+
+
+async def test_a_live_run_is_dropped_only_while_it_names_that_message(store: Store) -> None:
+    await store.put_live_run(live_run(message_id="17"))
+    await store.put_live_run(live_run(OTHER, "17"))
+    assert not await store.drop_live_run(KEY, "16")  # an earlier run's message
+    assert not await store.drop_live_run("tg:nobody", "17")
+    assert await store.drop_live_run(KEY, "17")
+    assert not await store.drop_live_run(KEY, "17")
+    assert await store.live_runs() == [live_run(OTHER, "17")]
+
+
+async def test_a_live_run_outlives_its_conversation(store: Store) -> None:
+    # Its status message is still in the chat, with a button, after the record is gone.
+    await store.put_conversation(conversation())
+    await store.put_live_run(live_run())
+    await store.delete_conversation(KEY)
+    assert await store.live_runs() == [live_run()]
 
 
 # --- sqlite specifics ---------------------------------------------------------------------
@@ -419,6 +466,28 @@ async def test_sqlite_refuses_a_file_written_by_a_newer_bridge(tmp_path: Path) -
     conn.close()
     with pytest.raises(StoreError, match="newer than this bridge"):
         await open_store(f"sqlite://{path}", tmp_path)
+
+
+async def test_sqlite_upgrades_a_file_from_before_live_runs_and_keeps_its_data(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / SQLITE_FILENAME
+    conn = sqlite3.connect(path)
+    conn.executescript(_MIGRATIONS[0])
+    conn.execute(
+        "INSERT INTO conversations (key, record) VALUES (?, ?)",
+        (KEY, conversation().model_dump_json()),
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store = await open_store("sqlite", tmp_path, clock=FakeClock())
+    try:
+        assert await store.get_conversation(KEY) == conversation()
+        await store.put_live_run(live_run())
+        assert await store.live_runs() == [live_run()]
+    finally:
+        await store.aclose()
 
 
 async def test_sqlite_purges_expired_dedupe_keys_from_the_file(tmp_path: Path) -> None:

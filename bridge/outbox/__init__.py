@@ -26,6 +26,10 @@ Invariants:
 answer never waits behind a busy bridge's reactions); both share the global rate.
 - A worker never dies of a failed call: every op ends delivered, retried or
   logged and dropped. Cancellation (BaseException) is never swallowed.
+- Observers (`observe`) hear of each op carried out in its chat's order, before
+  `flush` counts it done; the supervisor keeps its record of live runs this way.
+- A slot `adopt`ed from an earlier bridge process is edited, never reposted: if
+  its message is gone, the Edit is done.
 - Time comes only from the injected `clock` and `sleep`, so tests run on fake time.
 """
 

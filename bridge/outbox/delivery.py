@@ -7,6 +7,7 @@ queue, the slot map and the time arithmetic.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
 
     from bridge.model import Adapter, ChatRef, MessageRef, Op, PlatformLimits
+
+    # Told of each op carried out: (conversation key, chat, op, its message or None).
+    Observer = Callable[[str, ChatRef, Op, MessageRef | None], Awaitable[None]]
 
 log = logging.getLogger("bridge.outbox")
 # Platforms time edits on their side: a call that starts exactly one interval
@@ -91,6 +95,7 @@ class Outbox:
         self._outstanding: Counter[str] = Counter()  # queued or in-flight ops per key
         self._progress: anyio.Event | None = None  # set when any op settles
         self._tg: TaskGroup | None = None
+        self._observers: list[Observer] = []
         self.stats = OutboxStats()
 
     # --- public API ------------------------------------------------------------------
@@ -131,6 +136,18 @@ class Outbox:
         slots = self._slots.get(key)
         placed = slots.get(slot) if slots is not None else None
         return placed.ref if placed is not None else None
+
+    def adopt(self, key: str, slot: str, ref: MessageRef) -> None:
+        """Name `ref`, a message an earlier bridge process sent, `slot`, so ops can edit it.
+        An Edit that finds it gone is dropped, not posted anew: a new message would speak
+        for something that no longer exists."""
+        self._slot_map(key).bind(slot, ref, -math.inf, adopted=True)
+
+    def observe(self, observer: Observer) -> None:
+        """Tell `observer` of every op carried out, with its message (None after a Delete,
+        and for press answers and reactions). It runs in the chat's worker before `flush`
+        counts the op done, so it sees each chat's ops in order; it should be quick."""
+        self._observers.append(observer)
 
     def slot_for(self, key: str, message_id: str) -> str | None:
         """The slot whose message has `message_id` (a reply to a dialog message)."""
@@ -296,7 +313,19 @@ class Outbox:
             self._drop_head(lane, outcome.error)
         else:
             lane.queue.popleft()
-            self._settle(entry)
+            try:
+                await self._tell(entry)
+            finally:
+                self._settle(entry)
+
+    async def _tell(self, entry: Entry) -> None:
+        slot = slot_of(entry.op)
+        ref = self.ref(entry.key, slot) if slot is not None else None
+        for observer in self._observers:
+            try:
+                await observer(entry.key, entry.chat, entry.op, ref)
+            except Exception:  # an observer's bug must not stop the chat's delivery
+                log.exception("outbox: observer failed on %s of slot %r", kind_of(entry.op), slot)
 
     def _drop_head(self, lane: Lane, error: Exception | None) -> None:
         entry = lane.queue.popleft()
@@ -361,8 +390,12 @@ class Outbox:
         if isinstance(exc, NotModified) and isinstance(op, Edit):
             return None
         if isinstance(exc, MessageGone) and isinstance(op, Edit | Delete):
-            self._slot_map(entry.key).forget(op.slot)
-            return _Retry(_as_send(op)) if isinstance(op, Edit) else None
+            slots = self._slot_map(entry.key)
+            placed = slots.get(op.slot)
+            slots.forget(op.slot)
+            if isinstance(op, Delete) or (placed is not None and placed.adopted):
+                return None
+            return _Retry(_as_send(op))
         if isinstance(exc, BadFormatting) and isinstance(op, Send | Edit) and op.markup != "plain":
             return _Retry(replace(op, text=op.plain or op.text, plain="", markup="plain"))
         if isinstance(exc, TooLong) and not entry.clipped and (short := self._clip(op)):

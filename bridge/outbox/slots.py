@@ -16,6 +16,7 @@ SLOTS_PER_KEY: Final = 2048  # remembered messages per conversation
 class Placed:
     ref: MessageRef
     written_at: float  # last send or edit, for the edit interval
+    adopted: bool = False  # sent by an earlier bridge process: edit it, never repost it
 
 
 class SlotMap:
@@ -34,9 +35,9 @@ class SlotMap:
             self._placed.move_to_end(slot)
         return placed
 
-    def bind(self, slot: str, ref: MessageRef, at: float) -> None:
+    def bind(self, slot: str, ref: MessageRef, at: float, *, adopted: bool = False) -> None:
         self.forget(slot)
-        self._placed[slot] = Placed(ref, at)
+        self._placed[slot] = Placed(ref, at, adopted)
         self._by_id[ref.message_id] = slot
         while len(self._placed) > self._capacity:
             _, oldest = self._placed.popitem(last=False)

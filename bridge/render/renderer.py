@@ -10,6 +10,8 @@ Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
 a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
 ``dialog:<request id>``, ``reply:<request id>`` (an input dialog's ForceReply
 message), ``busy:<pending id>``, ``notice:<n>``, ``compaction:<n>``.
+(``crashed:<message id>`` is not the renderer's: the supervisor adopts a status
+message an earlier bridge process left live under it, see status.py.)
 Run numbers count from 1 per renderer: the outbox maps slots per conversation
 and per renderer's lifetime. `working_on(message_id)` marks the user's message
 that a prompt came from (`React` "working"); the run that prompt starts marks it

@@ -7,6 +7,11 @@ widgets); finished as done / failed / stopped / interrupted without buttons.
 The board outlives runs: extensions set their lines once per session.
 Invariants: the Stop token is live exactly while the run is; a finished status
 is never edited again except to add the reason of an interruption.
+
+`run_is_live` reads that lifecycle back from the ops alone (a status op with
+buttons: live; without, or deleted: over), so whoever watches the outbox can
+keep a record of live runs without asking the renderer; `retire_after_crash`
+is the edit a restarted bridge makes to a status its dead predecessor left live.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bridge.model import Button, Keyboard
+from bridge.model import Button, Delete, Edit, Keyboard, Send
 from bridge.render.choices import StopChoice
 from bridge.render.textbits import clip, count, delay, duration
 from bridge.render.views import Pacer, Slot, View
@@ -26,6 +31,12 @@ if TYPE_CHECKING:
 
 STATUS_INTERVAL = 5.0  # seconds between edits of the live status message
 WORKING = "⏳ working…"
+STATUS_SLOT = "status:"  # + run number
+CRASHED_SLOT = "crashed:"  # + platform message id: a status left live by a dead bridge
+CRASHED = (
+    "⚠️ interrupted: the bridge stopped unexpectedly. "
+    "Your session is kept; send your message again to continue."
+)
 
 
 @dataclass
@@ -86,12 +97,12 @@ class RunStatus:
 
     @property
     def owner(self) -> str:
-        return f"status:{self.number}"
+        return f"{STATUS_SLOT}{self.number}"
 
     @classmethod
     def begin(cls, number: int, now: float, book: TokenBook) -> RunStatus:
-        slot = Slot(f"status:{number}", silent=True)
-        token = book.issue(f"status:{number}", StopChoice())
+        slot = Slot(f"{STATUS_SLOT}{number}", silent=True)
+        token = book.issue(f"{STATUS_SLOT}{number}", StopChoice())
         return cls(number, now, slot, ((Button("⏹ Stop", token),),))
 
     def opening(self, now: float) -> list[Op]:
@@ -167,6 +178,23 @@ class RunStatus:
         )
         self.final = f"{base}: {clip(reason, 300)}" if reason else base
         return self.slot.show(View(self.final))
+
+
+def run_is_live(op: Op) -> bool | None:
+    """Whether `op` shows a run's status live (True: it carries [⏹ Stop]) or over
+    (False); None when `op` is not about a run's status message."""
+    if isinstance(op, Send | Edit) and op.slot.startswith(STATUS_SLOT):
+        return bool(op.buttons)
+    if isinstance(op, Delete) and op.slot.startswith(STATUS_SLOT):
+        return False
+    return None
+
+
+def retire_after_crash(message_id: str) -> tuple[str, Edit]:
+    """The slot to adopt the status message `message_id` as, and its final edit: the
+    interruption, without buttons (its Stop token died with the earlier process)."""
+    slot = f"{CRASHED_SLOT}{message_id}"
+    return slot, Edit(slot, CRASHED)
 
 
 def _was_aborted(message: AssistantMessage) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.store.base import AUDIT_CAP, Store, StoreError, redact_url
-from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
+from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
 from bridge.store.redis import RedisStore
 from bridge.store.sqlite import SqliteStore
 
@@ -55,6 +55,7 @@ __all__ = [
     "AuditEntry",
     "ConversationRecord",
     "DialogRecord",
+    "LiveRunRecord",
     "RedisStore",
     "SqliteStore",
     "Store",

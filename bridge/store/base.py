@@ -11,7 +11,11 @@ against both):
 - `seen` is an atomic check-and-set with a time to live.
 - `audit_log` is newest first (most recently recorded); redis keeps the last `AUDIT_CAP`
   entries per conversation and overall, sqlite keeps them all.
-- `delete_conversation` also drops its dialogs; audit entries and dedupe keys stay.
+- `delete_conversation` also drops its dialogs; audit entries, dedupe keys and live runs
+  stay (a live run names a chat message, which outlives the conversation's record).
+- `put_live_run` overwrites by conversation key; `live_runs` is sorted by key;
+  `drop_live_run` removes a record only while it still names that message, so retiring
+  an earlier run never drops the record of the run that replaced it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
+    from bridge.store.records import (
+        AuditEntry,
+        ConversationRecord,
+        DialogRecord,
+        LiveRunRecord,
+    )
 
 AUDIT_CAP = 10_000
 
@@ -62,6 +71,16 @@ class Store(Protocol):
 
     async def audit_log(self, key: str | None = None, limit: int = 100) -> list[AuditEntry]:
         """The latest `limit` entries, of one conversation or all, newest first."""
+        ...
+
+    async def put_live_run(self, record: LiveRunRecord) -> None:
+        """Remember the conversation's live run (replacing an earlier one)."""
+        ...
+
+    async def live_runs(self) -> list[LiveRunRecord]: ...
+
+    async def drop_live_run(self, key: str, message_id: str) -> bool:
+        """Forget the conversation's live run if it is the one of `message_id`; True if so."""
         ...
 
     async def aclose(self) -> None: ...

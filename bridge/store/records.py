@@ -1,4 +1,5 @@
-"""What the store keeps: conversations, pending dialog buttons and approval audit entries.
+"""What the store keeps: conversations, pending dialog buttons, approval audit entries and
+the runs whose status message still shows its [⏹ Stop] button.
 
 Plain pydantic models that round-trip through JSON unchanged (both backends store
 `model_dump_json()` and read back with `model_validate_json()`), so adding a field with a
@@ -74,4 +75,23 @@ class AuditEntry(BaseModel):
     choice: str
 
 
-__all__ = ["MAX_TOKEN_BYTES", "AuditEntry", "ConversationRecord", "DialogRecord"]
+class LiveRunRecord(BaseModel):
+    """A run whose status message is live: kept from the message's first send until the
+    run's end, so that a bridge that died in between can retire the message on its next
+    start. At most one per conversation (a conversation runs one prompt at a time)."""
+
+    key: str
+    chat_id: str
+    thread_id: str | None = None
+    is_group: bool = False  # the outbox paces group chats more strictly
+    message_id: str  # the platform's id of the status message
+    started_at: float
+
+
+__all__ = [
+    "MAX_TOKEN_BYTES",
+    "AuditEntry",
+    "ConversationRecord",
+    "DialogRecord",
+    "LiveRunRecord",
+]

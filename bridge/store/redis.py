@@ -9,6 +9,7 @@ Key layout under a configurable prefix (default "pi-bridge:", or `?prefix=` in t
     conv-dialogs:<key>            set of request ids with a pending dialog in <key>
     seen:<dedupe key>             "1" with a TTL (SET NX PX)
     audit / audit:<key>           lists of AuditEntry JSON, newest first, capped
+    live-runs                     hash: conversation key → LiveRunRecord JSON
 
 Multi-key reads and writes are MULTI transactions or Lua scripts, so other replicas never
 see half of them; `take_dialog` is a script, which is what makes exactly one racing
@@ -27,7 +28,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from bridge.store.base import AUDIT_CAP, StoreError, check_ttl, dialog_order, redact_url
-from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
+from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -72,6 +73,15 @@ redis.call('SREM', KEYS[3], ARGV[1])
 return 1
 """
 
+# KEYS: the live-run hash. ARGV: conversation key, message id. Checked and removed in one
+# script, so a newer run's record put in between is never the one removed.
+_DROP_LIVE_RUN = """
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+if not value or cjson.decode(value)['message_id'] ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+"""
+
 
 class RedisStore:
     """`Store` on redis; open with `await RedisStore.open(url)`."""
@@ -91,6 +101,7 @@ class RedisStore:
         self._take = client.register_script(_TAKE)
         self._dialogs_for = client.register_script(_DIALOGS_FOR)
         self._delete_conversation = client.register_script(_DELETE_CONVERSATION)
+        self._drop_live_run = client.register_script(_DROP_LIVE_RUN)
 
     @classmethod
     async def open(
@@ -147,6 +158,9 @@ class RedisStore:
 
     def _audit(self, key: str | None) -> str:
         return f"{self._prefix}audit" if key is None else f"{self._prefix}audit:{key}"
+
+    def _live_runs(self) -> str:
+        return f"{self._prefix}live-runs"
 
     # --- conversations -------------------------------------------------------------
 
@@ -231,6 +245,19 @@ class RedisStore:
             return []
         texts = await self._redis.lrange(self._audit(key), 0, limit - 1)
         return [AuditEntry.model_validate_json(text) for text in texts]
+
+    # --- live runs -------------------------------------------------------------------
+
+    async def put_live_run(self, record: LiveRunRecord) -> None:
+        await self._redis.hset(self._live_runs(), record.key, record.model_dump_json())
+
+    async def live_runs(self) -> list[LiveRunRecord]:
+        texts = await self._redis.hgetall(self._live_runs())
+        return [LiveRunRecord.model_validate_json(texts[key]) for key in sorted(texts)]
+
+    async def drop_live_run(self, key: str, message_id: str) -> bool:
+        removed = await self._drop_live_run(keys=[self._live_runs()], args=[key, message_id])
+        return bool(removed)
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -20,7 +20,7 @@ import anyio
 import anyio.to_thread
 
 from bridge.store.base import StoreError, check_ttl
-from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
+from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -56,6 +56,13 @@ _MIGRATIONS: tuple[str, ...] = (
         entry TEXT NOT NULL
     );
     CREATE INDEX audit_by_key ON audit (key, id);
+    """,
+    """
+    CREATE TABLE live_runs (
+        key TEXT PRIMARY KEY,
+        message_id TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
     """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -228,6 +235,35 @@ class SqliteStore:
             return [str(row[0]) for row in cursor.fetchall()]
 
         return [AuditEntry.model_validate_json(text) for text in await self._run(select)]
+
+    # --- live runs -------------------------------------------------------------------
+
+    async def put_live_run(self, record: LiveRunRecord) -> None:
+        text = record.model_dump_json()
+
+        def put(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "REPLACE INTO live_runs (key, message_id, record) VALUES (?, ?, ?)",
+                (record.key, record.message_id, text),
+            )
+
+        await self._run(put)
+
+    async def live_runs(self) -> list[LiveRunRecord]:
+        def select(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute("SELECT record FROM live_runs ORDER BY key").fetchall()
+            return [str(row[0]) for row in rows]
+
+        return [LiveRunRecord.model_validate_json(text) for text in await self._run(select)]
+
+    async def drop_live_run(self, key: str, message_id: str) -> bool:
+        def drop(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "DELETE FROM live_runs WHERE key = ? AND message_id = ?", (key, message_id)
+            )
+            return cursor.rowcount > 0
+
+        return await self._run(drop)
 
     async def aclose(self) -> None:
         async with self._lock:

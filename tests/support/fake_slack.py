@@ -46,10 +46,9 @@ from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlencode
 
 import aiohttp
-import anyio
 from aiohttp import WSMsgType, web
 
-from tests.support.loopback import serve_on_loopback
+from tests.support.loopback import serve_on_loopback, until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -197,17 +196,11 @@ class FakeSlack:
     async def wait_for(
         self, method: str, where: Callable[[Call], bool] = lambda _: True, within: float = WAIT
     ) -> Call:
-        with anyio.fail_after(within):
-            while True:
-                found = [c for c in self.called(method) if where(c)]
-                if found:
-                    return found[0]
-                await anyio.sleep(0.01)
+        await until(lambda: any(where(c) for c in self.called(method)), within)
+        return next(c for c in self.called(method) if where(c))
 
     async def wait_until(self, predicate: Callable[[], bool], within: float = WAIT) -> None:
-        with anyio.fail_after(within):
-            while not predicate():  # noqa: ASYNC110 (polls the fake's state)
-                await anyio.sleep(0.01)
+        await until(predicate, within)
 
     async def connected(self) -> None:
         await self.wait_until(lambda: self._ws is not None and not self._ws.closed)

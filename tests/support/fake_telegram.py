@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
-from tests.support.loopback import serve_on_loopback
+from tests.support.loopback import serve_on_loopback, until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -288,9 +288,7 @@ class FakeTelegram:
         return next((m for m in reversed(self.bot_messages(chat_id)) if contains in m.text), None)
 
     async def wait_for(self, predicate: Callable[[], object], within: float = WAIT) -> None:
-        async with asyncio.timeout(within):
-            while not predicate():  # noqa: ASYNC110 (polls state the server changes)
-                await asyncio.sleep(0.02)
+        await until(predicate, within)
 
     async def bot_message(
         self, contains: str, chat_id: int | None = None, within: float = WAIT

@@ -1,12 +1,27 @@
 """Loopback plumbing for tests: start a fake server's aiohttp app on 127.0.0.1 at a free
-port, or find a free port for a server the code under test starts (tests talk to
-nothing else)."""
+port, find a free port for a server the code under test starts (tests talk to
+nothing else), and wait for what such a server records."""
 
 from __future__ import annotations
 
 import socket
+from typing import TYPE_CHECKING
 
+import anyio
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+POLL = 0.01  # s between looks at a fake server's state
+
+
+async def until(predicate: Callable[[], object], within: float) -> None:
+    """Return once `predicate()` holds; TimeoutError after `within` seconds. Polled:
+    the state is changed by request handlers, which signal nothing."""
+    with anyio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110 (polls state the server changes)
+            await anyio.sleep(POLL)
 
 
 def free_port() -> int:
