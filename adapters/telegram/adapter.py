@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from telegram.constants import (
     ParseMode,
 )
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram.format import format_markdown
 from bridge.model import (
@@ -48,6 +50,11 @@ if TYPE_CHECKING:
 
     from bridge.model import ChatRef, Keyboard, Markup, ReactionState
 
+# PTB 22 warns, on every RetryAfter, that `retry_after` will become a timedelta:
+# `retry_seconds` takes either, so the warning says nothing to act on.
+warnings.filterwarnings(
+    "ignore", message=".*`retry_after` will be of type", category=PTBDeprecationWarning
+)
 log = logging.getLogger(__name__)
 
 # Bot API FAQ: ~1 message/s per chat, 20 per minute in a group, ~30/s overall; edits of
