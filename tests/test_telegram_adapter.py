@@ -412,3 +412,28 @@ async def test_a_webhook_without_a_secret_does_not_start(fake: FakeTelegram) -> 
     with pytest.raises(ValueError, match="webhook_secret"):
         await serve(no_secret, Recorder().factory)
     assert not fake.calls
+
+
+async def test_a_users_message_shows_eyes_while_working_then_a_thumb_for_the_outcome(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    asked = fake.message(int(CHAT.chat_id), "do it")
+    await adapter.react(CHAT, str(asked.message_id), "working")
+    assert fake.reactions[(asked.chat_id, asked.message_id)] == ["👀"]
+    await adapter.react(CHAT, str(asked.message_id), "done")
+    assert fake.reactions[(asked.chat_id, asked.message_id)] == ["👍"]
+    await adapter.react(CHAT, str(asked.message_id), "failed")
+    assert fake.reactions[(asked.chat_id, asked.message_id)] == ["👎"]
+
+
+async def test_a_chat_without_reactions_or_a_gone_message_stays_unmarked_quietly(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    fake.reactions_off.add(GROUP)
+    asked = fake.message(GROUP, "do it")
+    await adapter.react(ChatRef(str(GROUP), is_group=True), str(asked.message_id), "working")
+    await adapter.react(CHAT, "99999", "done")
+    assert not fake.reactions
+    fake.fail("setMessageReaction", "Forbidden: bot was blocked by the user", status=403)
+    with pytest.raises(PlatformError):
+        await adapter.react(CHAT, str(asked.message_id), "done")

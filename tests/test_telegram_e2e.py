@@ -126,10 +126,14 @@ async def test_a_tool_call_ends_with_a_check_mark(fake_llm: FakeLLM, opts: Bridg
         Reply(text="Greeted."),
     )
     async with telegram_bot(opts) as fake:
-        fake.message(CHAT, "greet the world")
+        asked = fake.message(CHAT, "greet the world")
         tool = await fake.bot_message("✅", CHAT, within=WAIT)
         await fake.bot_message("Greeted.", CHAT, within=WAIT)
+        mark = (CHAT, asked.message_id)
+        await fake.wait_for(lambda: fake.reactions.get(mark) == ["👍"], WAIT)
     assert "bash" in tool.text
+    reacted = [c.params.get("reaction") for c in fake.calls_of("setMessageReaction")]
+    assert [r[0]["emoji"] for r in reacted if r] == ["👀", "👍"]
 
 
 async def test_stop_ends_a_running_tool(fake_llm: FakeLLM, opts: BridgeOptions) -> None:

@@ -71,6 +71,11 @@ LIMITS = PlatformLimits(
     group_chat_rate=FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP / 60,
 )
 
+# From the emoji Telegram allows as reactions (Bot API `ReactionTypeEmoji`).
+REACTIONS: dict[ReactionState, str] = {"working": "👀", "done": "👍", "failed": "👎"}
+# A chat that limits reactions ("REACTION_INVALID") or a message gone since.
+_REACTION_REFUSED = ("reaction", "message to react not found")
+
 # Fragments of Bot API error descriptions, lower-cased, → the bridge's error.
 _BAD_REQUESTS: tuple[tuple[str, type[PlatformError]], ...] = (
     ("message is not modified", NotModified),
@@ -161,7 +166,16 @@ class TelegramAdapter:
             await self.bot.answer_callback_query(press_id, text=text or None, show_alert=alert)
 
     async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
-        """Not marked on Telegram: the live status message already says working/done."""
+        """👀 on the user's message while the agent works on it, then 👍 or 👎 in its
+        place (a bot's reaction replaces its earlier one). Where a chat does not allow
+        that reaction, the message stays unmarked: the status message says the same."""
+        try:
+            with platform_errors():
+                await self.bot.set_message_reaction(chat.chat_id, int(message_id), REACTIONS[state])
+        except PlatformError as exc:
+            if not any(s in str(exc).lower() for s in _REACTION_REFUSED):
+                raise
+            log.debug("no reaction in chat %s: %s", chat.chat_id, exc)
 
     async def typing(self, chat: ChatRef) -> None:
         """Show "typing…" for ~5 s (optional: the bridge does not need it)."""

@@ -10,7 +10,8 @@ getUpdates has the real semantics: updates stay until a later call's `offset`
 passes them (that is the confirmation), and a call with `timeout` waits that long
 for a new update. With `enforce_limits`, an edit of one private-chat message
 within 1 s of the last, or a 21st message in a group within a minute, gets a 429.
-`fail()` makes the next call(s) of a method fail with a chosen error. Once
+`fail()` makes the next call(s) of a method fail with a chosen error. The bot's
+reactions are kept per message (`reactions`); chats in `reactions_off` refuse them. Once
 setWebhook is called, `push()` POSTs the queued updates to the webhook instead.
 
 Tests act as users with `message()`, `photo()` and `press()`, which queue real-
@@ -50,7 +51,16 @@ EDIT_INTERVAL = 1.0
 JITTER = 0.05
 
 _INTS = {"chat_id", "message_id", "offset", "limit", "timeout", "message_thread_id"}
-_JSON = {"reply_markup", "commands", "allowed_updates", "entities", "caption_entities"}
+_JSON = {
+    "reply_markup",
+    "commands",
+    "allowed_updates",
+    "entities",
+    "caption_entities",
+    "reaction",
+}
+# Emoji a message may be reacted with (Bot API `ReactionTypeEmoji`); a subset.
+REACTION_EMOJI = frozenset("👍👎❤🔥🎉🤔😢🙏👌👀🤝✍🆒💯⚡🏆")
 _COMMAND = re.compile(r"/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?")
 _MENTION = re.compile(r"(?<!\w)@[A-Za-z0-9_]{3,}")
 _RESERVED = set(".!-=+#{}>")  # must be escaped in MarkdownV2 outside code
@@ -145,6 +155,8 @@ class FakeTelegram:
         self.webhook_secret = ""
         self.webhook_updates: list[str] = []  # its allowed_updates
         self.commands: list[dict[str, str]] = []
+        self.reactions: dict[tuple[int, int], list[str]] = {}  # (chat, message) → the bot's
+        self.reactions_off: set[int] = set()  # chats that allow no reactions
         self._failures: dict[str, list[ApiError]] = {}
         self._queries: set[str] = set()
         self._ids: dict[int, itertools.count[int]] = {}
@@ -413,6 +425,19 @@ class FakeTelegram:
                 "query is too old and response timeout expired or query ID is invalid"
             )
         self.answers[query_id] = (str(params.get("text") or ""), params.get("show_alert") == "true")
+        return True
+
+    async def _m_setMessageReaction(self, params: dict[str, Any]) -> Any:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        if key not in self.messages or self.messages[key].deleted:
+            raise bad_request("message to react not found")
+        reaction = params.get("reaction") or []
+        emoji = [r["emoji"] for r in reaction if r.get("type") == "emoji"]
+        if any(e not in REACTION_EMOJI for e in emoji) or len(emoji) > 1:
+            raise bad_request("REACTION_INVALID")
+        if key[0] in self.reactions_off:
+            raise bad_request("REACTION_INVALID")
+        self.reactions[key] = emoji  # a bot's reactions replace its earlier ones
         return True
 
     async def _m_sendChatAction(self, params: dict[str, Any]) -> Any:
