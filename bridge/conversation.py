@@ -183,9 +183,14 @@ class Conversation:
         """Called by the bridge for an admitted inbound; never blocks. `arrived`: when
         the bridge got it (for the inbound-to-agent latency)."""
         self.last_active = self.s.clock()
-        urgent = inbound.press is not None or self._is_stop(inbound)
-        if urgent and self._tg is not None:
+        # Presses and stops do not queue behind waiting messages: a stop must reach
+        # the run it stops, a press the dialog that is open now.
+        if self._tg is not None and inbound.press is not None:
             self._tg.start_soon(self._guarded, self._take, inbound)
+            return
+        stop = self._stop_in(inbound)
+        if self._tg is not None and stop is not None:
+            self._tg.start_soon(self._guarded, self.carry_out, stop, inbound)
             return
         try:
             self._inbox_send.send_nowait(inbound)
@@ -197,9 +202,11 @@ class Conversation:
                 )
             )
 
-    def _is_stop(self, inbound: Inbound) -> bool:
+    def _stop_in(self, inbound: Inbound) -> Stop | None:
+        """The Stop `inbound` asks for, routed as if a run were going: one may be
+        starting from a message still in the inbox."""
         intent = route(inbound, View(busy=True, prefixes=self.s.prefixes, bot_name=self.s.bot_name))
-        return isinstance(intent, Stop)
+        return intent if isinstance(intent, Stop) else None
 
     async def _take(self, item: Inbound | Steer | FollowUp) -> None:
         if isinstance(item, Steer | FollowUp):
