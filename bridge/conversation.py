@@ -551,7 +551,7 @@ class Conversation:
                 expires_at=expires,
                 message_chat=self.chat.chat_id,
                 message_thread=self.chat.thread_id,
-                message_id=self.renderer.dialog_slot(request_id),
+                message_slot=self.renderer.dialog_slot(request_id),
                 created_at=wall,
             )
             for token, label in claims

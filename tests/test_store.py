@@ -224,12 +224,14 @@ async def test_a_dialog_token_round_trips(store: Store) -> None:
         expires_at=T0 + 300,
         message_chat="123",
         message_thread="7",
-        message_id="99",
+        message_slot="dialog:req-1",
         created_at=T0,
     )
     await store.put_dialogs([record])
     assert await store.get_dialog("tok-yes") == record
     assert await store.get_dialog("tok-unknown") is None
+    written_before_the_rename = {**record.model_dump(exclude={"message_slot"}), "message_id": "s"}
+    assert DialogRecord.model_validate(written_before_the_rename).message_slot == "s"
 
 
 async def test_taking_a_dialog_removes_all_its_tokens_and_no_others(store: Store) -> None:

@@ -10,7 +10,7 @@ its conversation `key` plus the agent's `request_id`; each of its buttons has it
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from bridge.model import ConversationSettings
 
@@ -49,8 +49,17 @@ class DialogRecord(BaseModel):
     expires_at: float | None = None
     message_chat: str | None = None
     message_thread: str | None = None
-    message_id: str | None = None
+    message_slot: str | None = None  # the outbox slot of the dialog's message
     created_at: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: object) -> object:
+        # Records written before the rename call the slot message_id.
+        if isinstance(data, dict) and "message_id" in data and "message_slot" not in data:
+            data = {**data, "message_slot": data["message_id"]}
+            del data["message_id"]
+        return data
 
     @field_validator("token")
     @classmethod
