@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -23,12 +22,14 @@ from bridge.service import Bridge
 from bridge.store import open_store
 from tests.support.agents import AGENT_VERSIONS, extension_path
 from tests.support.bridge_harness import options
+from tests.support.dialogs import ASK_ANSWER, agent_got, script_dialog
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 
-ASK_ANSWER = Path(__file__).parent / "support" / "extensions" / "ask-answer.ts"
 
 # Fast platform: these tests watch behaviour, not Slack's pacing.
 LIMITS = PlatformLimits(
@@ -288,11 +288,6 @@ def action_id(message: Posted, label: str) -> str:
     )
 
 
-def agent_got(llm: FakeLLM, answer: str) -> bool:
-    """Whether the extension's report of the dialog's answer reached the model."""
-    return any(f"answer={answer}" in str(m) for r in llm.requests for m in r.messages)
-
-
 @pytest.mark.parametrize(
     ("method", "field", "shown"),
     [
@@ -309,11 +304,7 @@ async def test_an_input_dialog_is_answered_in_a_modal_opened_by_its_answer_butto
     agent_home: AgentHome,
     tmp_path: Path,
 ) -> None:
-    fake_llm.add(
-        "branch",
-        Reply(tool_calls=[ToolCall("bash", {"command": f"echo ask-{method}"})]),
-        Reply(text="Branch noted."),
-    )
+    script_dialog(fake_llm, "branch", "Branch noted.", method)
     async with slack_bridge(agent_home, version, tmp_path, "-e", str(ASK_ANSWER)) as slack:
         root = (await slack.mention("pick a branch"))["payload"]["event"]["ts"]
         dialog = await until_shown(slack, root, "Answer")
@@ -333,11 +324,7 @@ async def test_an_input_dialog_is_answered_in_a_modal_opened_by_its_answer_butto
 async def test_when_slack_refuses_the_modal_the_next_thread_message_answers(
     version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    fake_llm.add(
-        "branch",
-        Reply(tool_calls=[ToolCall("bash", {"command": "echo ask-input"})]),
-        Reply(text="Branch noted."),
-    )
+    script_dialog(fake_llm, "branch", "Branch noted.")
     async with slack_bridge(agent_home, version, tmp_path, "-e", str(ASK_ANSWER)) as slack:
         root = (await slack.mention("pick a branch"))["payload"]["event"]["ts"]
         dialog = await until_shown(slack, root, "Answer")
@@ -353,11 +340,7 @@ async def test_when_slack_refuses_the_modal_the_next_thread_message_answers(
 async def test_cancel_still_cancels_an_input_dialog(
     version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    fake_llm.add(
-        "branch",
-        Reply(tool_calls=[ToolCall("bash", {"command": "echo ask-input"})]),
-        Reply(text="Branch noted."),
-    )
+    script_dialog(fake_llm, "branch", "Branch noted.")
     async with slack_bridge(agent_home, version, tmp_path, "-e", str(ASK_ANSWER)) as slack:
         root = (await slack.mention("pick a branch"))["payload"]["event"]["ts"]
         dialog = await until_shown(slack, root, "Answer")

@@ -19,6 +19,7 @@ from bridge.service import Bridge
 from bridge.store import open_store
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
+from tests.support.dialogs import ASK_ANSWER, agent_got, script_dialog
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram
 from tests.support.loopback import free_port
@@ -196,24 +197,14 @@ async def test_a_photo_reaches_the_agent_as_an_image(
 async def test_an_input_dialog_is_answered_by_a_reply_after_its_answer_button(
     fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    from pathlib import Path
-
     from tests.conftest import require_agent
     from tests.support.fake_telegram import Message
 
     require_agent(DEFAULT_VERSION)
-    extension = Path(__file__).parent / "support" / "extensions" / "ask-answer.ts"
-    argv = agent_home.argv(DEFAULT_VERSION, "-e", str(extension))
+    argv = agent_home.argv(DEFAULT_VERSION, "-e", str(ASK_ANSWER))
     opts = options(tmp_path / "data", argv, agent_home.env())
     for keyword in ("first branch", "second branch"):
-        fake_llm.add(
-            keyword,
-            Reply(tool_calls=[ToolCall("bash", {"command": "echo ask-input"})]),
-            Reply(text=f"Noted the {keyword}."),
-        )
-
-    def sent_to_model(answer: str) -> bool:
-        return any(f"answer={answer}" in str(m) for r in fake_llm.requests for m in r.messages)
+        script_dialog(fake_llm, keyword, f"Noted the {keyword}.")
 
     async with telegram_bot(opts) as fake:
         fake.message(CHAT, "pick the first branch")
@@ -224,7 +215,7 @@ async def test_an_input_dialog_is_answered_by_a_reply_after_its_answer_button(
         assert (prompt.reply_markup or {}).get("force_reply") is True
         fake.message(CHAT, "feature/kiwi", reply_to=prompt.message_id)
         await fake.bot_message("Noted the first branch.", CHAT, within=WAIT)
-        assert sent_to_model("feature/kiwi")
+        assert agent_got(fake_llm, "feature/kiwi")
         # Cancel still works on the next dialog.
         fake.message(CHAT, "now the second branch")
 
@@ -238,7 +229,7 @@ async def test_an_input_dialog_is_answered_by_a_reply_after_its_answer_button(
         [(_, cancel)] = [b for b in second.buttons if "Cancel" in b[0]]
         fake.press(CHAT, second.message_id, cancel)
         await fake.bot_message("Noted the second branch.", CHAT, within=WAIT)
-    assert sent_to_model("<cancelled>")
+    assert agent_got(fake_llm, "<cancelled>")
 
 
 async def test_a_webhook_update_with_the_secret_reaches_the_agent_and_is_answered(
