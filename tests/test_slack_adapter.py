@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import anyio
@@ -248,9 +248,40 @@ class Recorder:
 
 @pytest.fixture
 def settings(slack: FakeSlack) -> SlackSettings:
+    return socket_settings(slack)
+
+
+def socket_settings(slack: FakeSlack, **changes: Any) -> SlackSettings:
+    """Socket Mode against the fake, with `changes`."""
     return SlackSettings(
-        bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.base_url
+        bot_token=slack.bot_token,
+        app_token=slack.app_token,
+        api_base_url=slack.base_url,
+        **changes,
     )
+
+
+@contextlib.asynccontextmanager
+async def agentless_bridge(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[None]:
+    """`run_slack` for ALICE alone, with an agent that cannot start: a test that
+    makes the bridge start one fails."""
+    settings = socket_settings(slack, allowed_users=frozenset({ALICE}))
+    agent = AgentOptions(argv=("/nonexistent/pi",), env={})
+    options = BridgeOptions(tmp_path, agent, allowed_users=settings.allowed_users)
+    store = await open_store("sqlite", tmp_path)
+
+    @contextlib.asynccontextmanager
+    async def bridge_for(adapter: SlackAdapter) -> AsyncIterator[Bridge]:
+        async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
+            yield bridge
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_slack, settings, bridge_for, store)
+            yield
+            tg.cancel_scope.cancel()
+    finally:
+        await store.aclose()
 
 
 async def test_socket_mode_delivers_a_mention_once_despite_redelivery(
@@ -480,30 +511,9 @@ def test_settings_come_from_the_documented_environment_names() -> None:
 async def test_run_slack_refuses_a_stranger_politely_without_agent_work(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
-    settings = SlackSettings(
-        bot_token=slack.bot_token,
-        app_token=slack.app_token,
-        api_base_url=slack.base_url,
-        allowed_users=frozenset({ALICE}),
-    )
-    # An agent that cannot start: the test fails if the bridge tries to.
-    agent = AgentOptions(argv=("/nonexistent/pi",), env={})
-    options = BridgeOptions(tmp_path, agent, allowed_users=settings.allowed_users)
-    store = await open_store("sqlite", tmp_path)
-
-    @contextlib.asynccontextmanager
-    async def bridge_for(adapter: SlackAdapter) -> AsyncIterator[Bridge]:
-        async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
-            yield bridge
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run_slack, settings, bridge_for, store)
-            await slack.dm("let me in", user="U0EVE")
-            refusal = await slack.wait_for("chat.postMessage")
-            tg.cancel_scope.cancel()
-    finally:
-        await store.aclose()
+    async with agentless_bridge(slack, tmp_path):
+        await slack.dm("let me in", user="U0EVE")
+        refusal = await slack.wait_for("chat.postMessage")
     assert "not allowed" in refusal.args["text"]
     assert refusal.args["channel"] == "D0DM"
 
@@ -511,32 +521,12 @@ async def test_run_slack_refuses_a_stranger_politely_without_agent_work(
 async def test_a_stranger_in_a_channel_is_refused_once_and_only_they_see_it(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
-    settings = SlackSettings(
-        bot_token=slack.bot_token,
-        app_token=slack.app_token,
-        api_base_url=slack.base_url,
-        allowed_users=frozenset({ALICE}),
-    )
-    agent = AgentOptions(argv=("/nonexistent/pi",), env={})  # starting it fails the test
-    options = BridgeOptions(tmp_path, agent, allowed_users=settings.allowed_users)
-    store = await open_store("sqlite", tmp_path)
-
-    @contextlib.asynccontextmanager
-    async def bridge_for(adapter: SlackAdapter) -> AsyncIterator[Bridge]:
-        async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
-            yield bridge
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run_slack, settings, bridge_for, store)
-            first = (await slack.mention("let me in", user=EVE))["payload"]["event"]
-            note = await slack.wait_for("chat.postEphemeral")
-            await slack.mention("please", user=EVE, thread_ts=first["ts"])
-            await slack.wait_until(lambda: len(slack.acks) == 2)
-            await anyio.sleep(0.3)  # room for a second note, which must not come
-            tg.cancel_scope.cancel()
-    finally:
-        await store.aclose()
+    async with agentless_bridge(slack, tmp_path):
+        first = (await slack.mention("let me in", user=EVE))["payload"]["event"]
+        note = await slack.wait_for("chat.postEphemeral")
+        await slack.mention("please", user=EVE, thread_ts=first["ts"])
+        await slack.wait_until(lambda: len(slack.acks) == 2)
+        await anyio.sleep(0.3)  # room for a second note, which must not come
     assert "not allowed" in note.args["text"]
     assert (note.args["user"], note.args["channel"]) == (EVE, CHANNEL)
     assert note.args["thread_ts"] == first["ts"]
@@ -548,12 +538,7 @@ async def test_members_of_a_configured_user_group_carry_it(
     slack: FakeSlack, adapter: SlackAdapter
 ) -> None:
     slack.usergroups = {"S0DEVS": [ALICE, "U0BOB"], "S0LEADS": ["U0BOB"]}
-    settings = SlackSettings(
-        bot_token=slack.bot_token,
-        app_token=slack.app_token,
-        api_base_url=slack.base_url,
-        allowed_users=frozenset({"S0DEVS"}),
-    )
+    settings = socket_settings(slack, allowed_users=frozenset({"S0DEVS"}))
     bridge = Recorder()
     async with slack_intake(settings, bridge, adapter, user_groups=["S0LEADS"]):
         await slack.dm("hi", user=ALICE)
@@ -573,12 +558,7 @@ async def test_members_of_a_configured_user_group_carry_it(
 async def test_when_slack_cannot_list_a_group_nobody_is_admitted_by_it(
     slack: FakeSlack, adapter: SlackAdapter
 ) -> None:
-    settings = SlackSettings(
-        bot_token=slack.bot_token,
-        app_token=slack.app_token,
-        api_base_url=slack.base_url,
-        allowed_users=frozenset({"S0GONE"}),
-    )
+    settings = socket_settings(slack, allowed_users=frozenset({"S0GONE"}))
     bridge = Recorder()
     async with slack_intake(settings, bridge, adapter):
         await slack.dm("hi", user=ALICE)
@@ -589,12 +569,7 @@ async def test_when_slack_cannot_list_a_group_nobody_is_admitted_by_it(
 async def test_outside_the_allowed_channels_a_mention_is_told_once_privately(
     slack: FakeSlack, adapter: SlackAdapter
 ) -> None:
-    settings = SlackSettings(
-        bot_token=slack.bot_token,
-        app_token=slack.app_token,
-        api_base_url=slack.base_url,
-        allowed_channels=frozenset({CHANNEL}),
-    )
+    settings = socket_settings(slack, allowed_channels=frozenset({CHANNEL}))
     bridge = Recorder()
     async with slack_intake(settings, bridge, adapter):
         await slack.mention("here?", channel="C0OTHER")
@@ -655,12 +630,7 @@ async def test_slash_pi_posts_the_task_as_a_thread_root_and_the_thread_follows(
 async def test_slash_pi_from_a_stranger_posts_nothing_public(
     slack: FakeSlack, adapter: SlackAdapter
 ) -> None:
-    settings = SlackSettings(
-        bot_token=slack.bot_token,
-        app_token=slack.app_token,
-        api_base_url=slack.base_url,
-        allowed_users=frozenset({ALICE}),
-    )
+    settings = socket_settings(slack, allowed_users=frozenset({ALICE}))
     bridge = Recorder()
     async with slack_intake(settings, bridge, adapter):
         await slack.slash("let me in", user=EVE)
