@@ -20,6 +20,7 @@ from bridge.rpc import agent_environment
 from tests.support.agents import AGENT_VERSIONS, extension_path
 from tests.support.bridge_harness import CHAT, KEY, OWNER, STRANGER, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
+from tests.support.journeys import STEERED, UNSTEERED, requests_with, script_steerable_run
 
 if TYPE_CHECKING:
     from bridge.options import BridgeOptions
@@ -45,30 +46,19 @@ def bridge_options(
     return options(tmp_path / "data", home.argv(version, *extra), home.env(), **kw)
 
 
-def requests_with(llm: FakeLLM, text: str) -> int:
-    return sum(1 for r in llm.requests if text in r.last_user_text)
-
-
 async def test_a_message_while_busy_steers_the_same_run(
     version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    fake_llm.add(
-        "slowly",
-        Reply(
-            text="Working on it.", tool_calls=[ToolCall("bash", {"command": "sleep 2; echo slept"})]
-        ),
-        Reply(text="Done without steering."),
-    )
-    fake_llm.add("STEER-PURPLE", Reply(text="Switched to purple as you asked."))
+    script_steerable_run(fake_llm)
     async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
         await chat.say("do it slowly")
         await chat.shown("🔧 bash")
         await chat.say("STEER-PURPLE instead")
-        await chat.shown("Switched to purple as you asked.")
+        await chat.shown(STEERED)
         await chat.idle()
         assert requests_with(fake_llm, "STEER-PURPLE") == 1
         assert chat.all_text().count("✅ done") == 1, chat.all_text()
-        assert "Done without steering." not in chat.all_text()
+        assert UNSTEERED not in chat.all_text()
 
 
 async def test_a_double_chevron_message_is_a_follow_up_after_the_run(

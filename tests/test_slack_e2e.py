@@ -22,9 +22,17 @@ from bridge.service import Bridge
 from bridge.store import open_store
 from tests.support.agents import AGENT_VERSIONS, extension_path
 from tests.support.bridge_harness import options
-from tests.support.dialogs import ASK_ANSWER, agent_got, script_dialog
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
+from tests.support.journeys import (
+    ASK_ANSWER,
+    STEERED,
+    UNSTEERED,
+    agent_got,
+    requests_with,
+    script_dialog,
+    script_steerable_run,
+)
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
@@ -141,32 +149,21 @@ async def test_a_mention_starts_a_thread_and_streams_the_answer_into_it(
     assert sum(1 for r in fake_llm.requests if "hello there" in r.last_user_text) == 1
 
 
-def requests_with(llm: FakeLLM, text: str) -> int:
-    return sum(1 for r in llm.requests if text in r.last_user_text)
-
-
 async def test_a_thread_shows_its_tool_calls_takes_a_steer_and_ignores_slacks_retry(
     version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    fake_llm.add(
-        "slowly",
-        Reply(
-            text="Working on it.", tool_calls=[ToolCall("bash", {"command": "sleep 2; echo slept"})]
-        ),
-        Reply(text="Done without steering."),
-    )
-    fake_llm.add("STEER-PURPLE", Reply(text="Switched to purple as you asked."))
+    script_steerable_run(fake_llm)
     async with slack_bridge(agent_home, version, tmp_path, transport=transport) as slack:
         mention = await slack.mention("do it slowly")
         root = mention["payload"]["event"]["ts"]
         retry = await slack.redeliver(mention)  # Slack's retry of the same event
         tool = await until_shown(slack, root, "bash")
         await slack.thread_message("STEER-PURPLE instead", root)
-        answer = await until_shown(slack, root, "Switched to purple as you asked.")
+        answer = await until_shown(slack, root, STEERED)
         await until_shown(slack, root, "done")
         assert tool.ts != answer.ts, "the tool call is its own thread reply"
         assert all(m.thread_ts == root for m in slack.messages.values())
-        assert find(slack, root, "Done without steering.") is None
+        assert find(slack, root, UNSTEERED) is None
         await slack.acked(retry)
     assert requests_with(fake_llm, "do it slowly") == 1, "the retried mention ran twice"
     assert requests_with(fake_llm, "STEER-PURPLE") == 1

@@ -19,9 +19,9 @@ from bridge.service import Bridge
 from bridge.store import open_store
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
-from tests.support.dialogs import ASK_ANSWER, agent_got, script_dialog
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram
+from tests.support.journeys import ASK_ANSWER, agent_got, script_dialog
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
