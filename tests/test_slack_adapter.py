@@ -639,3 +639,16 @@ async def test_slash_pi_from_a_stranger_posts_nothing_public(
     assert "not allowed" in note.args["text"]
     assert not slack.called("chat.postMessage")
     assert not bridge.inbounds
+
+
+async def test_slash_pi_where_the_bot_is_not_a_member_says_to_invite_it(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings
+) -> None:
+    slack.fail("chat.postMessage", "not_in_channel")
+    bridge = Recorder()
+    async with slack_intake(settings, bridge, adapter):
+        await slack.slash("fix the build", channel="C0ELSEWHERE")
+        note = await slack.wait_for("chat.postEphemeral")
+    assert "/invite me" in note.args["text"]
+    assert (note.args["channel"], note.args["user"]) == ("C0ELSEWHERE", ALICE)
+    assert not bridge.inbounds
