@@ -141,17 +141,11 @@ class Intake:
             root = await self.adapter.post_root(task.channel, root_text(task))
         except PlatformError as exc:
             log.warning("/pi could not start a thread in %s: %s", task.channel, exc)
-            await self._tell(task.private_reply, self._cannot_post(str(exc)))
+            await self._tell(task.private_reply, _cannot_post(str(exc)))
             return
         inbound = as_inbound(task, root)
         _remember(self.threads, inbound.key)
         await self._deliver(Converted(inbound))
-
-    def _cannot_post(self, error: str) -> str:
-        if error in ("not_in_channel", "channel_not_found"):
-            # Slack sends commands from channels the bot is not in; it cannot post there.
-            return "I'm not in this channel yet: /invite me to it, then try again."
-        return f"Could not start a thread here ({error}); please try again."
 
     async def _tell(self, private_reply: str, text: str) -> None:
         try:
@@ -198,6 +192,13 @@ class Intake:
                     images.append(Image(got[0], got[1]))
             inbound = dataclasses.replace(inbound, images=tuple(images))
         await self.handle(inbound)
+
+
+def _cannot_post(error: str) -> str:
+    if error in ("not_in_channel", "channel_not_found"):
+        # Slack sends commands from channels the bot is not in; it cannot post there.
+        return "I'm not in this channel yet: /invite me to it, then try again."
+    return f"Could not start a thread here ({error}); please try again."
 
 
 def _first(seen: OrderedDict[str, None], delivery: str) -> bool:
