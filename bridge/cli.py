@@ -31,7 +31,7 @@ from bridge.logs import setup_logging
 from bridge.metrics import Metrics, serve_metrics
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+    from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 
     from adapters.console import ConsoleAdapter
     from bridge.config import Loaded
@@ -298,7 +298,10 @@ async def _check_store(loaded: Loaded) -> str:
     return f"{redact_url(loaded.config.store)} reachable" + (f" ({where})" if where else "")
 
 
-async def _platform_call(url: str, secret: str, **kwargs: object) -> dict[str, object]:
+async def _platform_call(
+    url: str, secret: str, **kwargs: object
+) -> tuple[dict[str, object], Mapping[str, str]]:
+    """The JSON body of a POST to `url`, and the answer's headers."""
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=CHECK_TIMEOUT)
@@ -308,18 +311,19 @@ async def _platform_call(url: str, secret: str, **kwargs: object) -> dict[str, o
             session.post(url, **kwargs) as response,  # type: ignore[arg-type]
         ):
             body = await response.json(content_type=None)
+            headers = dict(response.headers)
     except (aiohttp.ClientError, ValueError) as exc:
         # Telegram puts the token in the URL, and client errors quote URLs.
         raise RuntimeError(str(exc).replace(secret, "***")) from None
     if not isinstance(body, dict):
         raise RuntimeError(f"unexpected answer (HTTP {response.status})")
-    return body
+    return body, headers
 
 
 async def _check_telegram(loaded: Loaded) -> str:
     settings = loaded.telegram
     assert settings is not None
-    body = await _platform_call(f"{settings.base_url}{settings.token}/getMe", settings.token)
+    body, _ = await _platform_call(f"{settings.base_url}{settings.token}/getMe", settings.token)
     result = body.get("result")
     if not body.get("ok") or not isinstance(result, dict):
         raise RuntimeError(f"getMe refused: {body.get('description', 'no reason given')}")
@@ -331,12 +335,30 @@ async def _check_slack(loaded: Loaded) -> str:
     assert settings is not None
     url = settings.api_base_url.rstrip("/") + "/auth.test"
     headers = {"Authorization": f"Bearer {settings.bot_token}"}
-    body = await _platform_call(url, settings.bot_token, headers=headers)
+    body, answer = await _platform_call(url, settings.bot_token, headers=headers)
     if not body.get("ok"):
         raise RuntimeError(f"auth.test refused the bot token: {body.get('error', 'unknown')}")
     mode = "Socket Mode" if settings.socket_mode else "HTTP mode"
     who = body.get("user") or body.get("user_id")
-    return f"auth.test accepted the bot token (team {body.get('team')}, bot {who}; {mode})"
+    found = f"auth.test accepted the bot token (team {body.get('team')}, bot {who}; {mode})"
+    return found + _scope_note(answer)
+
+
+def _scope_note(headers: Mapping[str, str]) -> str:
+    """What the token's scopes (Slack's `x-oauth-scopes` answer header) lack."""
+    from adapters.slack.scopes import OPTIONAL, lacking
+
+    granted = next((v for k, v in headers.items() if k.lower() == "x-oauth-scopes"), None)
+    if granted is None:
+        return ""  # not reported: nothing to compare
+    required, optional = lacking({s.strip() for s in granted.split(",")})
+    reinstall = "add them to the app (deploy/slack-app-manifest.yaml) and reinstall it"
+    if required:
+        raise RuntimeError(f"the bot token lacks the scopes {', '.join(required)}: {reinstall}")
+    if not optional:
+        return ""
+    features = ", ".join(f"{s} ({OPTIONAL[s]})" for s in optional)
+    return f"; without {features}: {reinstall}"
 
 
 # --- entry point ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ tmp_path. Platform checks go to the fake Telegram and Slack servers on 127.0.0.1
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -185,6 +186,31 @@ async def test_check_reaches_the_platforms(
     assert "✗ telegram:" in out
     assert "✗ slack:" in out
     assert "wrong-token-xyz" not in out + bad.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("without", "line"),
+    [
+        (("commands",), "✓ slack: .*without commands \\(the /pi command\\): add them"),
+        (("chat:write", "commands"), "✗ slack: the bot token lacks the scopes chat:write: add"),
+    ],
+    ids=["an optional scope", "a required scope"],
+)
+async def test_check_names_the_slack_scopes_an_older_app_lacks(
+    tmp_path: Path, without: tuple[str, ...], line: str
+) -> None:
+    async with FakeSlack() as slack:
+        slack.scopes = [s for s in slack.scopes if s not in without]
+        env = cli_env(
+            tmp_path,
+            None,
+            SLACK_BOT_TOKEN=slack.bot_token,
+            SLACK_APP_TOKEN=slack.app_token,
+            SLACK_API_BASE_URL=slack.base_url,
+        )
+        done = await run_cli(tmp_path, env, "check")
+    out = done.stdout.decode()
+    assert re.search(line, out), out
 
 
 @pytest.mark.agent

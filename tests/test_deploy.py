@@ -175,6 +175,13 @@ def test_the_slack_manifest_grants_every_scope_the_adapter_uses() -> None:
     assert needed <= scopes, f"missing scopes: {needed - scopes}"
 
 
+def test_the_slack_manifest_grants_the_scopes_pi_bridge_check_looks_for() -> None:
+    from adapters.slack.scopes import OPTIONAL, REQUIRED
+
+    granted = set(_manifest()["oauth_config"]["scopes"]["bot"])
+    assert granted == REQUIRED.keys() | OPTIONAL.keys()
+
+
 def test_the_slack_manifest_declares_the_slash_command_the_adapter_answers() -> None:
     from adapters.slack.slash import COMMAND
 

@@ -71,6 +71,19 @@ POST_BURST = 3.0  # chat.postMessage per channel: bucket size …
 POST_RATE = 1.0  # … and refill per second
 
 Json = dict[str, Any]
+# What the manifest grants; auth.test reports the token's scopes in a header.
+SCOPES = (
+    "app_mentions:read",
+    "channels:history",
+    "groups:history",
+    "im:history",
+    "chat:write",
+    "files:write",
+    "files:read",
+    "reactions:write",
+    "usergroups:read",
+    "commands",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +138,7 @@ class FakeSlack:
     triggers: dict[str, float] = field(default_factory=dict)  # trigger_id → issued at
     reactions: dict[str, list[str]] = field(default_factory=dict)  # message ts → names
     usergroups: dict[str, list[str]] = field(default_factory=dict)  # group id → user ids
+    scopes: list[str] = field(default_factory=lambda: list(SCOPES))  # the bot token's
     enforce_limits: bool = False
     events_url: str = ""  # the app's Request URL: deliveries go there over HTTP
     signing_secret: str = SIGNING_SECRET
@@ -500,7 +514,9 @@ class FakeSlack:
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"}, status=404)
         result: Json = handler(args)
-        return web.json_response({"ok": "error" not in result, **result})
+        # Slack reports the token's scopes on every Web API answer.
+        headers = {"x-oauth-scopes": ",".join(self.scopes)}
+        return web.json_response({"ok": "error" not in result, **result}, headers=headers)
 
     def _rate_limit(self, call: Call) -> float:
         """Seconds until `call` would be allowed (0: allowed, and counted)."""
