@@ -123,13 +123,17 @@ async def _watch_signals(stopping: anyio.Event) -> None:
 
 
 def _for_platform(
-    options: BridgeOptions, allowed: frozenset[str] | None, approvers: frozenset[str]
+    options: BridgeOptions,
+    key_prefix: str,
+    allowed: frozenset[str] | None = None,
+    approvers: frozenset[str] = frozenset(),
 ) -> BridgeOptions:
     # Allowed users and approvers are platform user ids: they apply on their platform.
     return dataclasses.replace(
         options,
         allowed_users=allowed if allowed is not None else options.allowed_users,
         approvers=options.approvers | approvers,
+        key_prefix=key_prefix,
     )
 
 
@@ -140,7 +144,7 @@ async def _console(
     from bridge.service import Bridge
 
     adapter = ConsoleAdapter()
-    async with Bridge(adapter, store, options) as bridge:
+    async with Bridge(adapter, store, _for_platform(options, "console")) as bridge:
         handler = metrics.counting("console", bridge)
         async with anyio.create_task_group() as tg:
 
@@ -201,7 +205,7 @@ async def _telegram(loaded: Loaded, store: Store, metrics: Metrics, stopping: an
 
     settings = loaded.telegram
     assert settings is not None
-    options = _for_platform(loaded.options, settings.allowed_users, settings.approvers)
+    options = _for_platform(loaded.options, "tg:", settings.allowed_users, settings.approvers)
 
     @contextlib.asynccontextmanager
     async def bridge_for(adapter: Adapter, bot_name: str) -> AsyncIterator[Counted]:
@@ -219,7 +223,7 @@ async def _slack(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio
 
     settings = loaded.slack
     assert settings is not None
-    options = _for_platform(loaded.options, settings.allowed_users, settings.approvers)
+    options = _for_platform(loaded.options, "slack:", settings.allowed_users, settings.approvers)
 
     @contextlib.asynccontextmanager
     async def bridge_for(adapter: Adapter) -> AsyncIterator[Counted]:

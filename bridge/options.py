@@ -60,6 +60,9 @@ class BridgeOptions:
     inbox_size: int = 64  # queued messages per conversation before "slow down"
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
+    # The conversation keys this bridge serves start with this ("": any). Bridges of
+    # several platforms share one store; each takes back only its own runs on start.
+    key_prefix: str = ""
 
     def chat(self, key: str) -> ChatOptions | None:
         """The overrides for `key`: its own, else those of the nearest key above it."""

@@ -99,9 +99,11 @@ class LiveRuns:
             del self._recorded[key]
             await self._store.drop_live_run(key, recorded)
 
-    async def retire(self, outbox: Outbox) -> int:
-        """Queue the edit of every status an earlier process left live; how many there were."""
-        records = await self._store.live_runs()
+    async def retire(self, outbox: Outbox, key_prefix: str = "") -> int:
+        """Queue the edit of every status an earlier process left live in conversations
+        under `key_prefix` (another platform's are not this outbox's to edit); how many
+        there were."""
+        records = [r for r in await self._store.live_runs() if r.key.startswith(key_prefix)]
         for record in records:
             chat = ChatRef(record.chat_id, record.thread_id, record.is_group)
             slot, edit = retire_after_crash(record.message_id)
@@ -148,7 +150,7 @@ class Supervisor:
         # Before the first message: a new run of a conversation may then replace its
         # record, never the other way round.
         try:
-            retired = await self.live_runs.retire(self.s.outbox)
+            retired = await self.live_runs.retire(self.s.outbox, self.s.options.key_prefix)
         except Exception:  # the chats are more important than their stale buttons
             log.exception("could not retire the runs an earlier process left live")
             return

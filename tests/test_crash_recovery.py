@@ -208,6 +208,30 @@ async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: P
     assert platform.messages[ref].buttons == ()
 
 
+async def test_a_bridge_retires_only_its_own_platforms_runs(tmp_path: Path) -> None:
+    clock = FakeClock()
+    platform = RecordingAdapter(PlatformLimits(), clock=clock)
+    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    ref = await an_earlier_message(platform, "⏳ working…")
+    slack_key = "slack:T1:C1:170.1"
+    async with sqlite_store(tmp_path) as store:
+        for key, chat in ((KEY, CHAT), (slack_key, ChatRef("C1", "170.1"))):
+            record = LiveRunRecord(
+                key=key,
+                chat_id=chat.chat_id,
+                thread_id=chat.thread_id,
+                is_group=chat.is_group,
+                message_id=ref.message_id,
+                started_at=0.0,
+            )
+            await store.put_live_run(record)
+        live_runs = LiveRuns(store, wall=lambda: 0.0)
+        async with serving(outbox, clock):
+            assert await live_runs.retire(outbox, "tg:") == 1
+        assert [r.key for r in await store.live_runs()] == [slack_key]
+    assert platform.messages[ref].edits == [CRASHED]
+
+
 # --- end to end: a bridge that dies mid-run, and the next one ---------------------------
 
 
