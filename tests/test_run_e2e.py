@@ -7,7 +7,10 @@ agent against the scripted fake LLM, all on 127.0.0.1. One conversation per
 platform; the metrics endpoint is scraped and its counters checked; SIGTERM in
 the middle of a run drains (the live messages say "interrupted", no agent is
 left); a second process on the same store and data dir resumes both
-conversations and handles no update twice.
+conversations and handles no update twice. And on Telegram with the sqlite store, a
+SIGKILL while a bash tool runs: the agent and the tool's processes die with the
+bridge, and the next process edits the status left live to say so and answers in
+the same conversation.
 """
 
 from __future__ import annotations
@@ -17,21 +20,23 @@ import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
+from bridge.render.status import CRASHED
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
-from tests.support.loopback import free_port
+from tests.support.loopback import free_port, until
 from tests.support.redis_server import RedisServer, redis_server_bin
 from tests.test_cli import DRAIN, agent_processes, cli_env, command, get, write_config
+from tests.test_crash_recovery import kill_agents
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from pathlib import Path
 
     from anyio.abc import Process
 
@@ -48,6 +53,20 @@ pytestmark = [
 CHAT = 42  # the Telegram user's private chat (its id is the user's id)
 WAIT = 60.0  # an answer, cold agent start included, on a loaded 2-core machine
 INTERRUPTED = "interrupted: the bridge is restarting"
+CONFIG = f"[limits]\ndrain_timeout = {DRAIN}\n[telegram]\npoll_timeout = 1\n"
+# A killed bridge's agents get SIGTERM from the kernel at once and end their tools and
+# themselves in well under a second; room for a loaded 2-core machine, far below 30 s.
+ORPHAN_EXIT = 10.0
+
+
+def telegram_env(telegram: FakeTelegram) -> dict[str, str]:
+    """Settings that point `pi-bridge run` at the fake Telegram, serving CHAT's user."""
+    return {
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "TELEGRAM_API_BASE_URL": telegram.base_url,
+        "TELEGRAM_FILE_BASE_URL": telegram.base_file_url,
+        "TELEGRAM_ALLOWED_USERS": str(CHAT),
+    }
 
 
 def slack_shown(slack: FakeSlack, thread: str, text: str) -> Posted | None:
@@ -126,10 +145,7 @@ async def test_run_serves_both_platforms_on_redis_then_drains_and_resumes(
     fake_llm.add("FEIJOA", Reply(text="Still kiwis."))
     data = tmp_path / "data"
     metrics_port = free_port()
-    config = write_config(
-        tmp_path,
-        f"[limits]\ndrain_timeout = {DRAIN}\n[telegram]\npoll_timeout = 1\n",
-    )
+    config = write_config(tmp_path, CONFIG)
 
     with RedisServer(tmp_path / "redis") as redis:
         async with FakeTelegram() as telegram, FakeSlack() as slack:
@@ -139,10 +155,7 @@ async def test_run_serves_both_platforms_on_redis_then_drains_and_resumes(
                 PI_BRIDGE_CONFIG=config,
                 PI_BRIDGE_STORE=redis.url,
                 PI_BRIDGE_METRICS_PORT=str(metrics_port),
-                TELEGRAM_BOT_TOKEN=TOKEN,
-                TELEGRAM_API_BASE_URL=telegram.base_url,
-                TELEGRAM_FILE_BASE_URL=telegram.base_file_url,
-                TELEGRAM_ALLOWED_USERS=str(CHAT),
+                **telegram_env(telegram),
                 SLACK_BOT_TOKEN=slack.bot_token,
                 SLACK_APP_TOKEN=slack.app_token,
                 SLACK_API_BASE_URL=slack.base_url,
@@ -218,3 +231,65 @@ async def test_run_serves_both_platforms_on_redis_then_drains_and_resumes(
         assert earlier in history
         assert answer in history
         assert interrupted in history
+
+
+def survivors(root: Path) -> dict[int, str]:
+    """The processes still running in `root`'s workspaces, pid → command line."""
+    found = {}
+    for pid in agent_processes(root):
+        with contextlib.suppress(OSError):
+            argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+            found[pid] = b" ".join(argv).decode(errors="replace").strip()
+    return found
+
+
+async def test_a_bridge_killed_mid_tool_leaves_no_process_and_its_successor_retires_the_run(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    fake_llm.add("remember", Reply(text="Noted: PLUM."))
+    slow = Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})])
+    fake_llm.add("long job", slow, Reply(text="Should not get here."))
+    fake_llm.add("what fruit", Reply(text="It was PLUM."))
+    data = tmp_path / "data"
+    async with FakeTelegram() as telegram:
+        config = write_config(tmp_path, CONFIG)
+        env = cli_env(tmp_path, agent_home, PI_BRIDGE_CONFIG=config, **telegram_env(telegram))
+        try:
+            async with bridge_process(tmp_path, env, "killed.log") as process:
+                telegram.message(CHAT, "remember PLUM")
+                await telegram.bot_message("Noted: PLUM.", CHAT, within=WAIT)
+                telegram.message(CHAT, "start the long job")
+                # The status shows the tool at its first paced edit, a few seconds in.
+                status = await telegram.bot_message("🔧 bash sleep 30", CHAT, within=WAIT)
+                assert [text for text, _ in status.buttons] == ["⏹ Stop"]
+                running = survivors(data).values()
+                assert any(c.startswith("sleep 30") for c in running), running
+                process.kill()  # SIGKILL: no drain, no cleanup of any kind
+                await process.wait()
+
+            # The agent and the tool it ran die with the bridge, long before `sleep 30` ends.
+            with contextlib.suppress(TimeoutError):
+                await until(lambda: not survivors(data), ORPHAN_EXIT)
+            assert not survivors(data), "outlived the bridge"
+            assert "⏳ working" in status.text
+            assert status.buttons
+            edits = len(status.edited_at)
+
+            # --- a new process on the same data dir retires the run and resumes the chat ---
+            async with bridge_process(tmp_path, env, "restarted.log") as process:
+                await telegram.wait_for(lambda: status.text == CRASHED, WAIT)
+                assert status.buttons == []
+                telegram.message(CHAT, "what fruit did I say?")
+                await telegram.bot_message("It was PLUM.", CHAT, within=WAIT)
+                assert await stop(process) == 0
+            assert len(status.edited_at) == edits + 1  # edited once, to say so, not again
+            assert not agent_processes(data)
+        finally:
+            kill_agents(data)
+
+    assert telegram.find("Should not get here.") is None
+    resumed = next(r for r in fake_llm.requests if "what fruit" in r.last_user_text)
+    history = str(resumed.messages)
+    assert "remember PLUM" in history
+    assert "Noted: PLUM." in history
+    assert "start the long job" in history
