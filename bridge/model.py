@@ -212,6 +212,10 @@ class PlatformLimits:
     edit_interval: float = 1.0  # seconds between edits of one message
     chat_rate: float = 1.0  # sends+edits per second per chat
     global_rate: float = 30.0  # calls per second over all chats
+    # Edits per second over all chats (0: no such limit), after a burst of
+    # `edit_burst`: Slack limits chat.update per workspace, not per message.
+    edit_rate: float = 0.0
+    edit_burst: int = 1
     # In chats with `ChatRef.is_group`; None: the same as in private chats.
     group_edit_interval: float | None = None
     group_chat_rate: float | None = None

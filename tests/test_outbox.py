@@ -332,6 +332,29 @@ async def test_calls_over_all_chats_stay_within_the_global_rate() -> None:
     assert times[-1] >= (60 - 1) / 5 - EPS
 
 
+async def test_edits_over_all_chats_share_the_edit_budget_in_turn() -> None:
+    # Slack's chat.update limit is per workspace: ten chats streaming at once get
+    # the budget between them, each its turn, the newest text always winning.
+    limits = PlatformLimits(chat_rate=10.0, global_rate=100.0, edit_rate=2.0, edit_burst=4)
+    chats = [ChatRef(str(n)) for n in range(10)]
+    async with serving(limits) as rig:
+        for n, chat in enumerate(chats):
+            rig.outbox.submit(f"tg:{n}", chat, [Send("answer", "…")])
+        await rig.outbox.flush()
+        start = rig.clock()
+        for i in range(60):  # every chat has a new text every 0.25 s for 15 s
+            for n, chat in enumerate(chats):
+                rig.outbox.submit(f"tg:{n}", chat, [Edit("answer", f"v{i}")])
+            await rig.clock.sleep(0.25)
+        await rig.outbox.flush()
+    edits = [c.at - start for c in rig.platform.calls_of("edit", ok=True)]
+    for t in edits:  # the bucket: at most its 4 plus 2 a second, over any stretch
+        assert sum(1 for u in edits if t <= u <= t + 5) <= 4 + 2 * 5 + EPS
+    assert all(rig.platform.last(chat).text == "v59" for chat in chats)
+    per_chat = [sum(1 for c in rig.platform.calls_of("edit") if c.chat == chat) for chat in chats]
+    assert max(per_chat) - min(per_chat) <= 2, per_chat
+
+
 async def test_a_press_is_answered_ahead_of_the_chats_queued_and_rate_limited_messages() -> None:
     async with serving() as rig:
         rig.platform.fail_next("send", RateLimited(20.0))

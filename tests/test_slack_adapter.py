@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import anyio
 import pytest
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.adapter import SlackAdapter
@@ -652,3 +653,21 @@ async def test_slash_pi_where_the_bot_is_not_a_member_says_to_invite_it(
     assert "/invite me" in note.args["text"]
     assert (note.args["channel"], note.args["user"]) == ("C0ELSEWHERE", ALICE)
     assert not bridge.inbounds
+
+
+async def test_the_fake_holds_chat_update_to_the_workspaces_tier_3_budget(
+    slack: FakeSlack,
+) -> None:
+    # What the bench's "0 429s" stands on: edits of many messages at once are refused
+    # beyond Slack's per-workspace budget, not only those of one message.
+    slack.enforce_limits = True
+    client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
+    posted = [await client.chat_postMessage(channel=f"C{n}", text="…") for n in range(25)]
+    statuses = []
+    for message in posted:
+        try:
+            await client.chat_update(channel=message["channel"], ts=message["ts"], text="v1")
+            statuses.append(200)
+        except SlackApiError as exc:
+            statuses.append(exc.response.status_code)
+    assert statuses == [200] * 20 + [429] * 5

@@ -54,6 +54,11 @@ LIMITS = PlatformLimits(
     edit_interval=1.0,
     chat_rate=1.0,  # chat.postMessage: about one message per second per channel
     global_rate=20.0,
+    # chat.update is a Tier 3 method: 50+ a minute per workspace, bursts tolerated.
+    # Streams in many threads share it (the outbox takes turns); each still edits
+    # at most once a second.
+    edit_rate=50 / 60,
+    edit_burst=10,
 )
 FILE_PREFIX = "file:"  # message ids of uploads are file ids: deleted with files.delete
 DEFAULT_RETRY_AFTER = 1.0

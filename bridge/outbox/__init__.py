@@ -15,7 +15,9 @@ Invariants:
   a Delete cancels the queued Edits of its slot and, with a queued Send, the Send
   and itself. An op never moves past another op of its slot.
 - Calls are paced: one per `1 / chat_rate` s per chat, `global_rate` per second
-  overall, and one edit of a message per `edit_interval` s; a chat with
+  overall, one edit of a message per `edit_interval` s, and, where the platform
+  limits edits over all chats (`edit_rate`), edits from a shared budget taken in
+  turn, so many streams share it fairly; a chat with
   `ChatRef.is_group` uses the group values of `PlatformLimits` where it has them.
   Intervals count from the platform's answer to the previous call, since the
   platform times a call somewhere between our request and its answer. While an op

@@ -1,4 +1,4 @@
-"""Time arithmetic of the outbox: the global rate and the retry back-off."""
+"""Time arithmetic of the outbox: the global rate, the edit budget and the retry back-off."""
 
 from __future__ import annotations
 
@@ -30,6 +30,35 @@ class Spacing:
         self._free_at = at + interval(rate)
         if at > now:
             await self._sleep(at - now)
+
+
+class Budget:
+    """A token bucket of `burst` tokens refilled at `rate` per second. A taker that
+    finds it empty takes a token on credit and waits until it is repaid, so takers
+    are served in the order they came, and at most `burst` + `rate` * t calls start
+    in any t seconds."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]],
+        rate: float,
+        burst: int,
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._rate = rate
+        self._burst = float(max(1, burst))
+        self._tokens = self._burst
+        self._at = clock()
+
+    async def take(self) -> None:
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
+        self._at = now
+        self._tokens -= 1
+        if self._tokens < 0:
+            await self._sleep(-self._tokens / self._rate)
 
 
 def interval(rate: float) -> float:

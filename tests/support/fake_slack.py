@@ -22,13 +22,14 @@ retries carrying `X-Slack-Retry-Num`. Slack waits 3 s for the answer; the status
 is kept in `answers` (0: no answer in time) and a 200 counts as an ack.
 `verify_url()` sends the URL verification challenge.
 
-`enforce_limits=True` adds Slack's per-message and per-channel limits, answering
-HTTP 429 with `Retry-After` (whole seconds) and `{"ok": false, "error":
-"ratelimited"}`, recording the refused call in `limited` as well as `calls`:
-`chat.update` of a message less than 1 s after its last accepted update, and
-`chat.postMessage` beyond a per-channel token bucket of 3 (burst) refilled at 1/s
-("1 message per second per channel, short bursts allowed"). Workspace-wide method
-tiers are not modelled.
+`enforce_limits=True` adds Slack's limits, answering HTTP 429 with `Retry-After`
+(whole seconds) and `{"ok": false, "error": "ratelimited"}`, recording the refused
+call in `limited` as well as `calls`: `chat.update` of a message less than 1 s
+after its last accepted update, `chat.update` beyond the workspace's Tier 3 budget
+(a bucket of 20 refilled at 60 a minute: "50+ per minute, sporadic bursts
+welcome"), and `chat.postMessage` beyond a per-channel token bucket of 3 (burst)
+refilled at 1/s ("1 message per second per channel, short bursts allowed"). Other
+methods' tiers are not modelled.
 
 Tests must clear the proxy variables: slack_sdk ignores NO_PROXY (PITFALLS.md).
 """
@@ -69,6 +70,8 @@ SIGNING_SECRET = "fake-signing-secret"
 UPDATE_INTERVAL = 1.0  # s between accepted chat.update calls of one message
 POST_BURST = 3.0  # chat.postMessage per channel: bucket size …
 POST_RATE = 1.0  # … and refill per second
+UPDATE_BURST = 20.0  # chat.update per workspace (Tier 3): bucket size …
+UPDATE_RATE = 1.0  # … and refill per second
 
 Json = dict[str, Any]
 # What the manifest grants; auth.test reports the token's scopes in a header.
@@ -147,6 +150,7 @@ class FakeSlack:
     limited: list[Call] = field(default_factory=list)  # refused with 429 by the limits
     _updated_at: dict[str, float] = field(default_factory=dict)  # ts → last accepted update
     _post_bucket: dict[str, tuple[float, float]] = field(default_factory=dict)  # (tokens, at)
+    _update_bucket: tuple[float, float] | None = None  # the workspace's (tokens, at)
     _ws: web.WebSocketResponse | None = None
     _runner: web.AppRunner | None = None
     _port: int = 0
@@ -523,9 +527,16 @@ class FakeSlack:
         if call.method == "chat.update":
             ts = str(call.args.get("ts"))
             wait = self._updated_at.get(ts, -math.inf) + UPDATE_INTERVAL - call.at
-            if wait <= 0:
-                self._updated_at[ts] = call.at
-            return max(0.0, wait)
+            if wait > 0:
+                return wait
+            tokens, then = self._update_bucket or (UPDATE_BURST, call.at)
+            tokens = min(UPDATE_BURST, tokens + (call.at - then) * UPDATE_RATE)
+            if tokens < 1:
+                self._update_bucket = (tokens, call.at)
+                return (1 - tokens) / UPDATE_RATE
+            self._update_bucket = (tokens - 1, call.at)
+            self._updated_at[ts] = call.at
+            return 0.0
         if call.method == "chat.postMessage":
             channel = str(call.args.get("channel"))
             tokens, then = self._post_bucket.get(channel, (POST_BURST, call.at))
