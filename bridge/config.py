@@ -138,6 +138,7 @@ class SlackSection(_Section):
     allowed_channels: list[str] | None = None
     http_port: int = Field(default=3000, ge=1, le=65535)
     http_host: str = "0.0.0.0"
+    edits_per_minute: int = Field(default=50, ge=1, le=6000)
 
     _urls = field_validator("api_base_url")(_http_url)
 
@@ -504,4 +505,5 @@ def _slack(section: SlackSection | None, problems: list[str]) -> SlackSettings |
         allowed_channels=frozenset(section.allowed_channels) if section.allowed_channels else None,
         http_port=section.http_port,
         http_host=section.http_host,
+        edits_per_minute=section.edits_per_minute,
     )

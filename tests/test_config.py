@@ -264,7 +264,7 @@ def test_store_password_is_not_echoed(tmp_path: Path) -> None:
 def test_platform_settings_reach_the_adapters(tmp_path: Path) -> None:
     loaded = load(
         tmp_path,
-        "[slack]\nhttp_port = 3100\n",
+        "[slack]\nhttp_port = 3100\nedits_per_minute = 90\n",
         {
             "SLACK_BOT_TOKEN": "xoxb-1",
             "SLACK_SIGNING_SECRET": "sig",
@@ -281,6 +281,7 @@ def test_platform_settings_reach_the_adapters(tmp_path: Path) -> None:
     assert loaded.slack.user_groups == frozenset({"S0DEVS", "S0LEADS"})
     assert loaded.slack.allowed_channels == frozenset({"C1"})
     assert loaded.slack.http_port == 3100
+    assert loaded.slack.edits_per_minute == 90
     assert not loaded.slack.socket_mode
     assert loaded.telegram is not None
     assert loaded.telegram.approvers == frozenset({"42"})

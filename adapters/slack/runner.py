@@ -33,7 +33,7 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.adapter import SlackAdapter
+from adapters.slack.adapter import LIMITS, SlackAdapter
 from adapters.slack.convert import (
     ACTION_PREFIX,
     Converted,
@@ -328,7 +328,8 @@ async def run_slack(
     `bridge_for(adapter)` builds the bridge (the caller chooses its options and may
     wrap its handler, e.g. to count messages); leaving it drains the bridge.
     """
-    adapter = SlackAdapter(build_client(settings), token=settings.bot_token)
+    limits = dataclasses.replace(LIMITS, edit_rate=settings.edits_per_minute / 60)
+    adapter = SlackAdapter(build_client(settings), token=settings.bot_token, limits=limits)
 
     async def owns(key: str) -> bool:
         # A thread the bridge answered before a restart is still its conversation.

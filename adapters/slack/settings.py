@@ -32,6 +32,8 @@ class SlackSettings:
     allowed_channels: frozenset[str] | None = None  # None: every channel it is invited to
     http_port: int = DEFAULT_HTTP_PORT
     http_host: str = "0.0.0.0"  # HTTP mode listens for Slack (usually behind a proxy)
+    # chat.update calls a minute over the workspace (Slack's Tier 3 guarantees 50).
+    edits_per_minute: int = 50
 
     def __post_init__(self) -> None:
         if not self.bot_token:
