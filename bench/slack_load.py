@@ -2,16 +2,17 @@
 
 The real stack from Socket Mode to the Web API: the project's fake Slack
 (`tests/support/fake_slack.py`, on 127.0.0.1, with `enforce_limits=True`: 429 for a
-`chat.update` of a message within 1 s of its last one, and for `chat.postMessage`
-beyond 1 per second per channel with a burst of 3) → slack-bolt over Socket Mode →
-`slack_intake` → `Bridge` (sqlite store in a temporary directory) with the production
-`SlackAdapter` and its production `PlatformLimits` → stand-in agents
-(`bench/standin_stream_agent.py`, one process each) → the outbox → the Web API of the
-same fake.
+`chat.update` of a message within 1 s of its last one or beyond the workspace's Tier 3
+budget, and for `chat.postMessage` beyond 1 per second per channel with a burst of 3)
+→ slack-bolt over Socket Mode → `slack_intake` → `Bridge` (sqlite store in a temporary
+directory) with the production `SlackAdapter` and its production `PlatformLimits` →
+stand-in agents (`bench/standin_stream_agent.py`, one process each) → the outbox → the
+Web API of the same fake.
 
 Each thread is started by an `app_mention` whose text asks the stand-in for a long
 answer with sequence markers (`marks=1`): delta n is the text `d<n> `, and the
-stand-in writes the monotonic time it wrote each delta to a stamps file. The fake
+stand-in writes the monotonic time it wrote each delta to a stamps file (read back
+with its `read_emits`; its `MARK` finds the markers in a call's text). The fake
 notes the monotonic time each call arrived, so the delay of delta n is the arrival of
 the first accepted `chat.postMessage` / `chat.update` of that thread whose text
 shows `d<n>` (or a later marker: the text only grows) minus its emit time. On Linux
@@ -34,7 +35,6 @@ import json
 import math
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -53,6 +53,7 @@ from adapters.slack.adapter import SlackAdapter
 from adapters.slack.convert import thread_key
 from adapters.slack.runner import PREFIXES, build_client, slack_intake
 from adapters.slack.settings import SlackSettings
+from bench.standin_stream_agent import MARK, read_emits
 from bridge.options import AgentOptions, BridgeOptions
 from bridge.service import Bridge
 from bridge.store import open_store
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
 STANDIN = Path(__file__).resolve().parent / "standin_stream_agent.py"
 # slack_sdk ignores NO_PROXY (PITFALLS.md): a proxy variable would send 127.0.0.1 away.
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-MARK = re.compile(r"(?<![\w.])d(\d+)(?![\w.])")
 VISIBLE = ("chat.postMessage", "chat.update")
 POLL = 0.1
 
@@ -133,7 +133,7 @@ async def run_case(case: Case, within: float) -> Case:
         finally:
             await store.aclose()
         case.left_behind = _standins_alive(str(stamps))
-        _analyse(case, roots, calls, limited, threads, _read_emits(stamps))
+        _analyse(case, roots, calls, limited, threads, read_emits(stamps))
     return case
 
 
@@ -191,18 +191,6 @@ async def _drive(
         case.calls = dict(Counter(c.method for c in slack.calls))
         case.ratelimited = dict(Counter(c.method for c in slack.limited))
     return roots
-
-
-def _read_emits(stamps: Path) -> dict[str, list[float]]:
-    """run id → monotonic emit time of each delta (index 0 is `d1`)."""
-    out: dict[str, list[float]] = {}
-    if not stamps.exists():
-        return out
-    for line in stamps.read_text().splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[1] == "emits":
-            out[parts[2]] = [float(t) for t in parts[3:]]
-    return out
 
 
 def _visible(call: Call) -> str:

@@ -16,8 +16,12 @@ A prompt can override the defaults for its own run with `key=value` words in its
 text: `deltas=`, `rate=`, `size=`, `id=` (e.g. `"bench id=c7 deltas=0"`). With
 `marks=1` each delta is its sequence marker `d<n> ` (n from 1) instead of `size`
 characters, and at the end of the run the stamps file gets one line
-`<time> emits <id> <t1> <t2> …`: the monotonic time each delta was written, so a
-benchmark can tell how long each piece of text took to show.
+`<time> emits <id> <t1> <t2> …`: the monotonic time just before each delta was
+written, so a benchmark can tell how long each piece of text took to show. The
+benchmarks read those lines back with `read_emits` and find the markers in a chat's
+text with `MARK`: a marker holds no character that Markdown, MarkdownV2 or Slack
+mrkdwn escape, and the answer is one paragraph of them, so a split into several chat
+messages falls at a space between two markers.
 
 `--shape delta` (default) writes `message_update` as 0.87.1 does (deltas only);
 `--shape snapshot` as 0.73.1 does (the whole message so far, twice, in every update),
@@ -36,13 +40,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 Record = dict[str, Any]
+
+# Marker `d<n>` in a chat's text: a whole word, so `d1` is not read out of `d12`, nor a
+# marker out of a version string or a Slack timestamp.
+MARK = re.compile(r"(?<![\w.])d(\d+)(?![\w.])")
 
 # Records one run writes besides its N deltas: the prompt response, agent_start,
 # turn_start, user message_start/end, assistant message_start, text_start, text_end,
@@ -57,6 +69,19 @@ _USAGE: Record = {
     "totalTokens": 812,
     "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0, "cacheWrite": 0, "total": 0.0},
 }
+
+
+def read_emits(stamps: Path) -> dict[str, list[float]]:
+    """Run id → monotonic emit time of each delta (index 0 is `d1`) from a stamps file
+    that `marks=1` runs wrote to; `{}` when the file does not exist."""
+    out: dict[str, list[float]] = {}
+    if not stamps.exists():
+        return out
+    for line in stamps.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "emits":
+            out[parts[2]] = [float(t) for t in parts[3:]]
+    return out
 
 
 def records_per_run(deltas: int) -> int:

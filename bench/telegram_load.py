@@ -5,9 +5,9 @@ on 127.0.0.1 with `enforce_limits=True`: a 429 for an edit of a private message 
 1 s of the last one, or a group's 21st message in a minute) in a thread of its own, so
 its timestamps do not wait for the bridge's event loop; the real python-telegram-bot
 through `adapters.telegram.serve`; a real `Bridge` (sqlite store in a temporary
-directory); and one stand-in agent process per chat (`bench/standin_stream_agent.py`,
-subclassed here so each delta is a numbered marker ``m00042`` and the agent notes when
-it wrote each one).
+directory); and one stand-in agent process per chat (`bench/standin_stream_agent.py`
+with `marks=1`: delta n is the marker `d<n> `, and the agent appends the time it wrote
+each one to a stamps file shared by all agents).
 
 Every chat is a private chat (positive id) that sends one prompt at the same moment;
 each agent streams `--deltas` markers at `--rate` per second, enough text for several
@@ -18,13 +18,15 @@ Telegram messages. Measured:
 - delay from a delta's write by the agent (its `time.monotonic()`; on Linux the
   system-wide CLOCK_MONOTONIC, so comparable with the fake's clock) to the arrival at
   the fake of the first sendMessage/editMessageText that succeeded with that marker in
-  its text: p50, p99 and max over all deltas of all chats.
+  its text: p50, p99 and max over all deltas of all chats;
+- how many answers split cleanly: the chat's messages, in order, show every marker
+  exactly once (no marker cut in two or lost at a cut).
 
 Run from the repository root: `.venv/bin/python bench/telegram_load.py [--chats 50]
 [--deltas 2000] [--rate 100] [--json] [--calls-log FILE]` (`--calls-log` writes every
 Bot API call's method, chat, message, arrival time and newest marker, to see where
 a delay came from). It exits 1 if the fake answered any 429. The stand-ins run as
-``python -I -S bench/telegram_load.py agent …`` (standard library only, so 50 spawns
+``python -I -S bench/standin_stream_agent.py`` (standard library only, so 50 spawns
 stay cheap). Everything listens on 127.0.0.1 only, and every process started is
 stopped before the bench returns.
 """
@@ -38,7 +40,6 @@ import json
 import math
 import os
 import platform
-import re
 import sys
 import tempfile
 import threading
@@ -49,10 +50,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):
-    # Run as a script (also as the stand-in agent): this checkout's modules first.
+    # Run as a script: measure this checkout, not some installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.standin_stream_agent import Agent, Record, Script
+from bench.standin_stream_agent import MARK, read_emits
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Coroutine
@@ -63,56 +64,11 @@ if TYPE_CHECKING:
     from bridge.service import Bridge
     from tests.support.fake_telegram import FakeTelegram
 
-THIS = Path(__file__).resolve()
-MARKER = re.compile(r"m(\d{5})")
+STANDIN = Path(__file__).resolve().parent / "standin_stream_agent.py"
 FIRST_CHAT = 1001  # private chats: positive ids (the fake paces them per message)
 POLL = 0.05
 LAG_TICK = 0.05
 SHUTDOWN = 60.0  # the bridge drains its runs and the outbox before `serve` returns
-
-
-# --- the stand-in agent --------------------------------------------------------------------
-
-
-def marker(seq: int) -> str:
-    """Delta `seq`'s text: a word a regex finds again in MarkdownV2 (no reserved
-    characters), and a line break every tenth so the text splits at lines."""
-    return f"m{seq:05d}" + ("\n" if seq % 10 == 9 else " ")
-
-
-class MarkedAgent(Agent):
-    """The stand-in, streaming numbered markers and noting when each was written."""
-
-    emits_dir: Path
-
-    def _deltas(self, script: Script, assistant: Record, piece: str) -> str:
-        parts: list[str] = []
-        written: list[float] = []
-        step = 1.0 / script.rate if script.rate > 0 else 0.0
-        due = time.monotonic()
-        for seq in range(script.deltas):
-            if self._abort.is_set():
-                break
-            due += step
-            if (wait := due - time.monotonic()) > 0:
-                time.sleep(wait)
-            parts.append(delta := marker(seq))
-            self._update(assistant, {"type": "text_delta", "contentIndex": 0, "delta": delta}, "")
-            written.append(time.monotonic())  # after the flush: the bridge can read it
-        # Written before `text_end`, so the file is complete once the answer is.
-        path = self.emits_dir / f"{script.run_id}.emits"
-        path.write_text("".join(f"{t:.6f}\n" for t in written))
-        return "".join(parts)
-
-
-def agent_main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="telegram_load.py agent")
-    parser.add_argument("--emits", required=True, help="directory for <run id>.emits files")
-    parser.add_argument("--session-dir", default=".")
-    args, _ = parser.parse_known_args(argv)  # the bridge adds pi's own options
-    agent = MarkedAgent(Script(0, 0.0, 0, ""), "delta", None, f"{args.session_dir}/s.jsonl")
-    agent.emits_dir = Path(args.emits)
-    agent.serve()
 
 
 # --- the fake Bot API in its own thread --------------------------------------------------------
@@ -191,6 +147,8 @@ class Figures:
     cpu: float = 0.0  # this process (bridge, PTB and the fake's thread) while streaming
     lags: list[float] = field(default_factory=list)  # event-loop lag samples, seconds
     unseen: int = 0  # deltas never found in any successful call
+    clean_splits: int = 0  # chats whose final messages show every marker once, in order
+    answer_messages: int = 0  # chat messages holding answer text, all chats
 
     def summary(self) -> dict[str, Any]:
         delays = sorted(self.delays)
@@ -209,6 +167,8 @@ class Figures:
             "outbox_coalesced": self.outbox_coalesced,
             "deltas_measured": len(delays),
             "deltas_unseen": self.unseen,
+            "answers_split_cleanly": self.clean_splits,
+            "answer_messages": self.answer_messages,
             "delay_p50_s": round(percentile(delays, 50), 3),
             "delay_p99_s": round(percentile(delays, 99), 3),
             "delay_max_s": round(delays[-1], 3) if delays else math.nan,
@@ -236,9 +196,8 @@ async def run_bench(chats: int, deltas: int, rate: float, calls_log: Path | None
     figures = Figures(chats, deltas, rate)
     with tempfile.TemporaryDirectory(prefix="telegram-load-") as tmp, FakeThread() as fake:
         data_dir = Path(tmp)
-        emits = data_dir / "emits"
-        emits.mkdir()
-        argv = (sys.executable, "-I", "-S", str(THIS), "agent", "--emits", str(emits))
+        stamps = data_dir / "stamps.txt"
+        argv = (sys.executable, "-I", "-S", str(STANDIN), "--stamps", str(stamps))
         options = BridgeOptions(
             data_dir=data_dir,
             agent=AgentOptions(argv=argv, env={"PATH": os.environ.get("PATH", "")}),
@@ -265,6 +224,7 @@ async def run_bench(chats: int, deltas: int, rate: float, calls_log: Path | None
                     watch.cancel_scope.cancel()
             finally:
                 stop.set()
+        emits = read_emits(stamps)
         await fake.call(lambda f: _collect(f, figures, emits))
         if calls_log is not None:
             await fake.call(lambda f: _write_calls(f, calls_log))
@@ -319,7 +279,7 @@ def _prompt_all(fake: FakeTelegram, chats: int, deltas: int, rate: float) -> Non
     for n in range(chats):
         chat = FIRST_CHAT + n
         user = {"id": chat, "is_bot": False, "first_name": f"User{n}"}
-        fake.message(chat, f"bench id=c{n} deltas={deltas} rate={rate:g}", user=user)
+        fake.message(chat, f"bench id=c{n} deltas={deltas} rate={rate:g} marks=1", user=user)
 
 
 def _end_line(n: int) -> str:
@@ -346,7 +306,7 @@ async def _until_answered(fake: FakeThread, chats: int, within: float) -> None:
             await anyio.sleep(0.25)
 
 
-def _collect(fake: FakeTelegram, figures: Figures, emits: Path) -> None:
+def _collect(fake: FakeTelegram, figures: Figures, emits: dict[str, list[float]]) -> None:
     """Counts from the fake's call log, and each delta's delay until it was visible."""
     figures.calls.update(c.method for c in fake.calls)
     for method, description in fake.errors:
@@ -357,16 +317,24 @@ def _collect(fake: FakeTelegram, figures: Figures, emits: Path) -> None:
     for call in fake.calls:
         if call.ok and call.method in ("sendMessage", "editMessageText"):
             first = seen.setdefault(int(call.params["chat_id"]), {})
-            for match in MARKER.finditer(str(call.params.get("text", ""))):
+            # The MarkdownV2 sent: a marker holds no reserved character, so it reads
+            # as the user sees it (`clean_splits` checks that on the shown text).
+            for match in MARK.finditer(str(call.params.get("text", ""))):
                 first.setdefault(int(match.group(1)), call.at)
     for n in range(figures.chats):
-        written = [float(line) for line in (emits / f"c{n}.emits").read_text().split()]
+        written = emits.get(f"c{n}", [])
         shown = seen.get(FIRST_CHAT + n, {})
-        for seq, at in enumerate(written):
+        figures.unseen += max(0, figures.deltas - len(written))  # the agent's line is missing
+        for seq, at in enumerate(written, start=1):
             if seq in shown:
                 figures.delays.append(shown[seq] - at)
             else:
                 figures.unseen += 1
+        answer = [m.text for m in fake.bot_messages(FIRST_CHAT + n) if MARK.search(m.text)]
+        figures.answer_messages += len(answer)
+        # As shown (markup stripped), in message order: each marker once, none cut in two.
+        shown_marks = [int(m) for text in answer for m in MARK.findall(text)]
+        figures.clean_splits += shown_marks == list(range(1, figures.deltas + 1))
 
 
 def _write_calls(fake: FakeTelegram, path: Path) -> None:
@@ -374,7 +342,7 @@ def _write_calls(fake: FakeTelegram, path: Path) -> None:
     with path.open("w") as out:
         for call in fake.calls:
             text = str(call.params.get("text", ""))
-            markers = [int(m) for m in MARKER.findall(text)]
+            markers = [int(m) for m in MARK.findall(text)]
             line = {
                 "method": call.method,
                 "chat": call.params.get("chat_id"),
@@ -408,6 +376,11 @@ def table(args: argparse.Namespace, figures: Figures) -> str:
         ("  by method", calls),
         ("edits merged in the outbox", str(s["outbox_coalesced"])),
         ("deltas measured", f"{s['deltas_measured']} (never seen: {s['deltas_unseen']})"),
+        (
+            "answers split cleanly",
+            f"{s['answers_split_cleanly']} of {args.chats} "
+            f"({s['answer_messages']} messages hold answer text)",
+        ),
         ("delta → visible p50", f"{s['delay_p50_s']:.3f} s"),
         ("delta → visible p99", f"{s['delay_p99_s']:.3f} s"),
         ("delta → visible max", f"{s['delay_max_s']:.3f} s"),
@@ -419,10 +392,6 @@ def table(args: argparse.Namespace, figures: Figures) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["agent"]:
-        agent_main(argv[1:])
-        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument("--chats", type=int, default=50, help="private chats streaming at once")
     parser.add_argument("--deltas", type=int, default=2000, help="text deltas per answer")
