@@ -10,7 +10,9 @@ left); a second process on the same store and data dir resumes both
 conversations and handles no update twice. And on Telegram with the sqlite store, a
 SIGKILL while a bash tool runs: the agent and the tool's processes die with the
 bridge, and the next process edits the status left live to say so and answers in
-the same conversation.
+the same conversation. Slack in HTTP mode, as configured from the environment:
+Slack's URL check, signed events and a slash command are served, a forged request
+is refused.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pytest
 
 from bridge.render.status import CRASHED
 from tests.support.fake_llm import Reply, ToolCall
-from tests.support.fake_slack import FakeSlack
+from tests.support.fake_slack import ALICE, FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
 from tests.support.loopback import free_port, until
 from tests.support.redis_server import RedisServer, redis_server_bin
@@ -293,3 +295,58 @@ async def test_a_bridge_killed_mid_tool_leaves_no_process_and_its_successor_reti
     assert "remember PLUM" in history
     assert "Noted: PLUM." in history
     assert "start the long job" in history
+
+
+def task_roots(slack: FakeSlack) -> list[Posted]:
+    """Top-level messages of the bot: the roots `/pi` posts."""
+    return [m for m in slack.messages.values() if m.thread_ts is None]
+
+
+async def test_run_serves_slack_over_http_when_given_a_signing_secret(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    fake_llm.add("GRAPE", Reply(text="Grapes grow in bunches."))
+    fake_llm.add("HONEYDEW", Reply(text="Honeydew is a melon."))
+    port = free_port()
+    config = write_config(
+        tmp_path, f'[limits]\ndrain_timeout = {DRAIN}\n[slack]\nhttp_host = "127.0.0.1"\n'
+    )
+    async with FakeSlack(events_url=f"http://127.0.0.1:{port}/slack/events") as slack:
+        env = cli_env(
+            tmp_path,
+            agent_home,
+            PI_BRIDGE_CONFIG=config,
+            SLACK_BOT_TOKEN=slack.bot_token,
+            SLACK_SIGNING_SECRET=slack.signing_secret,
+            SLACK_HTTP_PORT=str(port),
+            SLACK_API_BASE_URL=slack.base_url,
+            SLACK_ALLOWED_USERS=ALICE,
+        )
+        async with bridge_process(tmp_path, env, "http.log") as process:
+            checked: list[tuple[int, str]] = []
+
+            async def url_checked() -> bool:
+                with contextlib.suppress(OSError):  # not listening yet
+                    checked.append(await slack.verify_url())
+                return bool(checked) and checked[-1][0] == 200
+
+            with anyio.fail_after(WAIT):
+                while not await url_checked():  # noqa: ASYNC110 (until the port listens)
+                    await anyio.sleep(0.2)
+            assert "challenge-" in checked[-1][1]
+            forged = await slack.send_envelope(
+                "events_api",
+                slack.event_callback(slack.mention_event("GRAPE forged")),
+                secret="not-the-secret",
+            )
+            assert slack.answers[forged["envelope_id"]] == 401
+            root = (await slack.mention("tell me about GRAPE"))["payload"]["event"]["ts"]
+            await slack_until(slack, root, "Grapes grow in bunches.")
+            await slack.acked(await slack.slash("tell me about HONEYDEW"))
+            await until(lambda: bool(task_roots(slack)), WAIT)
+            [task_root] = task_roots(slack)
+            assert "HONEYDEW" in task_root.text
+            await slack_until(slack, task_root.ts, "Honeydew is a melon.")
+            assert await stop(process) == 0
+    assert set(slack.answers.values()) <= {200, 401}
+    assert not [r for r in fake_llm.requests if "forged" in r.last_user_text]
