@@ -25,7 +25,8 @@ from bridge.store import LiveRunRecord, open_store
 from bridge.supervisor import LiveRuns
 from tests.support.agents import AGENT_VERSIONS
 from tests.support.bridge_harness import LIMITS, BridgeHarness, options
-from tests.support.fake_llm import Reply, ToolCall
+from tests.support.fake_llm import Reply
+from tests.support.journeys import script_long_run
 from tests.support.recording_adapter import FakeClock, RecordingAdapter
 from tests.test_cli import agent_processes
 
@@ -276,11 +277,7 @@ def kill_agents(data: Path) -> None:
 
 
 def slow_job(fake_llm: FakeLLM) -> None:
-    fake_llm.add(
-        "long job",
-        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})]),
-        Reply(text="Should not get here."),
-    )
+    script_long_run(fake_llm, "long job")
 
 
 async def live_status(chat: BridgeHarness) -> MessageRef:

@@ -32,6 +32,7 @@ from bridge.render.status import CRASHED
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
+from tests.support.journeys import script_long_run
 from tests.support.loopback import free_port, until
 from tests.support.redis_server import RedisServer, redis_server_bin
 from tests.test_cli import DRAIN, agent_processes, cli_env, command, get, write_config
@@ -249,8 +250,7 @@ async def test_a_bridge_killed_mid_tool_leaves_no_process_and_its_successor_reti
     tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
 ) -> None:
     fake_llm.add("remember", Reply(text="Noted: PLUM."))
-    slow = Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})])
-    fake_llm.add("long job", slow, Reply(text="Should not get here."))
+    script_long_run(fake_llm, "long job")
     fake_llm.add("what fruit", Reply(text="It was PLUM."))
     data = tmp_path / "data"
     async with FakeTelegram() as telegram:

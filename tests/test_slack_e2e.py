@@ -26,11 +26,13 @@ from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
 from tests.support.journeys import (
     ASK_ANSWER,
+    NOT_REACHED,
     STEERED,
     UNSTEERED,
     agent_got,
     requests_with,
     script_dialog,
+    script_long_run,
     script_steerable_run,
 )
 from tests.support.loopback import free_port
@@ -209,17 +211,13 @@ async def test_a_dangerous_commands_yes_is_refused_to_others_and_runs_for_approv
 async def test_bang_stop_in_the_thread_ends_a_run(
     version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    fake_llm.add(
-        "slowly",
-        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})]),
-        Reply(text="Should not get here."),
-    )
+    script_long_run(fake_llm, "slowly")
     async with slack_bridge(agent_home, version, tmp_path, transport=transport) as slack:
         root = (await slack.mention("do it slowly"))["payload"]["event"]["ts"]
         await until_shown(slack, root, "bash")
         await slack.thread_message("!stop", root)
         await until_shown(slack, root, "stopped")
-        assert find(slack, root, "Should not get here.") is None
+        assert find(slack, root, NOT_REACHED) is None
 
 
 async def test_http_mode_answers_the_url_check_and_rejects_unsigned_or_stale_requests(
@@ -247,11 +245,7 @@ async def test_http_mode_answers_the_url_check_and_rejects_unsigned_or_stale_req
 async def test_the_stop_button_ends_a_run(
     version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    fake_llm.add(
-        "slowly",
-        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})]),
-        Reply(text="Should not get here."),
-    )
+    script_long_run(fake_llm, "slowly")
     async with slack_bridge(agent_home, version, tmp_path) as slack:
         root = (await slack.mention("do it slowly"))["payload"]["event"]["ts"]
         await until_shown(slack, root, "bash")

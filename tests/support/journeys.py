@@ -3,6 +3,8 @@
 - A steerable run: a prompt naming "slowly" starts a 2 s tool call; a message
   naming STEER-PURPLE while it runs must be steered into that run (the model
   then says "Switched to purple…", never "Done without steering.").
+- A long run: a prompt naming `keyword` starts a 30 s tool call, which tests stop or
+  kill; the model's next turn ("Should not get here.") must never show.
 - An input dialog: the agent runs with the `ask-answer.ts` test extension, which
   opens an input (or editor) dialog before a bash command naming `ask-input`
   (`ask-editor`) and reports the answer back to the model as `answer=<value>`.
@@ -32,6 +34,14 @@ def script_steerable_run(llm: FakeLLM) -> None:
         Reply(text=UNSTEERED),
     )
     llm.add("STEER-PURPLE", Reply(text=STEERED))
+
+
+NOT_REACHED = "Should not get here."
+LONG_TOOL = Reply(tool_calls=[ToolCall("bash", {"command": "sleep 30; echo late"})])
+
+
+def script_long_run(llm: FakeLLM, keyword: str) -> None:
+    llm.add(keyword, LONG_TOOL, Reply(text=NOT_REACHED))
 
 
 def requests_with(llm: FakeLLM, text: str) -> int:
