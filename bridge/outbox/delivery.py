@@ -31,7 +31,7 @@ from bridge.model import (
     Upload,
 )
 from bridge.outbox.lanes import Entry, Lane, kind_of, slot_of
-from bridge.outbox.pacing import Budget, Spacing, backoff, interval
+from bridge.outbox.pacing import Budget, backoff, interval
 from bridge.outbox.slots import SlotMap
 
 if TYPE_CHECKING:
@@ -86,13 +86,8 @@ class Outbox:
         self._clock = clock
         self._sleep = sleep
         self._max_retries = max_retries
-        self._global = Spacing(clock, sleep)
-        limits = adapter.limits
-        self._edits = (
-            Budget(clock, sleep, limits.edit_rate, limits.edit_burst)
-            if limits.edit_rate > 0
-            else None
-        )
+        self._global = Budget(clock, sleep)  # every call, over all chats
+        self._edits = Budget(clock, sleep)  # edits over all chats, where the platform says
         self._lanes: dict[str, Lane] = {}
         self._presses = Lane("press answers", paced=False)
         # Apart from press answers: a busy bridge's reactions must not delay a Stop's.
@@ -272,9 +267,11 @@ class Outbox:
             if delay > 0:
                 await self._sleep(delay)
                 continue  # the head may have been merged or cancelled meanwhile
-            await self._global.take(self._limits.global_rate)
-            if self._edits is not None and isinstance(head.op, Edit):
-                await self._edits.take()  # still queued: newer edits merge while it waits
+            limits = self._limits
+            await self._global.take(limits.global_rate)
+            if isinstance(head.op, Edit):
+                # Still queued while it waits: newer edits merge into it.
+                await self._edits.take(limits.edit_rate, limits.edit_burst)
             if lane.queue and lane.queue[0] is head:
                 return head
         return None

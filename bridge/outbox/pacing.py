@@ -1,4 +1,4 @@
-"""Time arithmetic of the outbox: the global rate, the edit budget and the retry back-off."""
+"""Time arithmetic of the outbox: rate budgets (all calls, edits) and the retry back-off."""
 
 from __future__ import annotations
 
@@ -12,53 +12,30 @@ BACKOFF_FIRST: Final = 0.5  # seconds before the first retry of a transient erro
 BACKOFF_CAP: Final = 30.0
 
 
-class Spacing:
-    """The global rate: a token bucket holding one token, run as a schedule of
-    reservations, so concurrent workers are served first come, first served and
-    at most `rate` calls start in any second."""
+class Budget:
+    """A token bucket: up to `burst` calls at once, then `rate` a second. A taker that
+    finds it empty takes a token on credit and waits until it is repaid, so takers
+    are served in the order they came and at most `burst` + `rate` * t calls start in
+    any t seconds. Rate and burst are given with each call, read from the platform's
+    limits on use; a rate of 0 means no limit."""
 
     def __init__(
         self, clock: Callable[[], float], sleep: Callable[[float], Awaitable[None]]
     ) -> None:
         self._clock = clock
         self._sleep = sleep
-        self._free_at = -math.inf
-
-    async def take(self, rate: float) -> None:
-        now = self._clock()
-        at = max(now, self._free_at)
-        self._free_at = at + interval(rate)
-        if at > now:
-            await self._sleep(at - now)
-
-
-class Budget:
-    """A token bucket of `burst` tokens refilled at `rate` per second. A taker that
-    finds it empty takes a token on credit and waits until it is repaid, so takers
-    are served in the order they came, and at most `burst` + `rate` * t calls start
-    in any t seconds."""
-
-    def __init__(
-        self,
-        clock: Callable[[], float],
-        sleep: Callable[[float], Awaitable[None]],
-        rate: float,
-        burst: int,
-    ) -> None:
-        self._clock = clock
-        self._sleep = sleep
-        self._rate = rate
-        self._burst = float(max(1, burst))
-        self._tokens = self._burst
+        self._tokens = math.inf  # full, whatever the burst
         self._at = clock()
 
-    async def take(self) -> None:
+    async def take(self, rate: float, burst: int = 1) -> None:
+        if rate <= 0:
+            return
         now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
+        self._tokens = min(float(max(1, burst)), self._tokens + (now - self._at) * rate)
         self._at = now
         self._tokens -= 1
         if self._tokens < 0:
-            await self._sleep(-self._tokens / self._rate)
+            await self._sleep(-self._tokens / rate)
 
 
 def interval(rate: float) -> float:
