@@ -57,6 +57,11 @@ def thread_key(team: str, channel: str, thread_ts: str) -> str:
     return f"slack:{team}:{channel}:{thread_ts}"
 
 
+def is_dm(channel: str) -> bool:
+    """Whether a channel id is a direct message's (DM channel ids start with D)."""
+    return channel.startswith("D")
+
+
 def dm_key(team: str, channel: str) -> str:
     return f"slack:{team}:{channel}"
 
@@ -209,7 +214,7 @@ def from_action(body: Mapping[str, Any], me: Identity) -> Converted | None:
         return None
     team = (body.get("team") or {}).get("id") or me.team_id
     thread = message.get("thread_ts") or container.get("thread_ts")
-    if channel.startswith("D"):  # DM channel ids start with D
+    if is_dm(channel):
         key, chat = dm_key(team, channel), ChatRef(channel, thread)
     else:
         root = thread or ts

@@ -40,6 +40,7 @@ from adapters.slack.convert import (
     candidate_thread,
     from_action,
     from_event,
+    is_dm,
 )
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
@@ -171,7 +172,7 @@ class Intake:
         the user goes; "": nowhere) is told so once."""
         if self.allowed_channels is None or channel in self.allowed_channels:
             return True
-        if channel.startswith("D"):  # a DM: who may use the bot decides, not the channel
+        if is_dm(channel):  # who may use the bot decides there, not the channel
             return True
         if private and _first(self.told, f"{channel}:{user}"):
             await self._tell(private, NOT_HERE)

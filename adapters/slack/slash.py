@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from adapters.slack.convert import clean_text, dm_key, press_ref, thread_key
+from adapters.slack.convert import clean_text, dm_key, is_dm, press_ref, thread_key
 from adapters.slack.format import fallback_text
 from bridge.model import ChatRef, Inbound, Sender
 
@@ -44,7 +44,7 @@ class SlashTask:
 
     @property
     def in_dm(self) -> bool:
-        return self.channel.startswith("D")
+        return is_dm(self.channel)
 
     @property
     def private_reply(self) -> str:
