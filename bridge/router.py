@@ -210,6 +210,14 @@ class Gate:
     reason: str
 
 
+def refusal(user_id: str) -> str:
+    """What a sender `screen` refuses is told (once), with the id an admin would add."""
+    return (
+        "Sorry, you are not allowed to use this bot. "
+        f"(Your user id is {user_id}; an admin can add it.)"
+    )
+
+
 def screen(inbound: Inbound, allowed: Collection[str] | None) -> Gate | None:
     """The pure part of admission: own messages and edits are dropped, senders not
     in `allowed` (None: everyone) are refused. Duplicates are checked by the

@@ -25,7 +25,7 @@ import anyio
 from bridge.conversation import Services
 from bridge.model import AnswerPress, Send
 from bridge.outbox import Outbox
-from bridge.router import screen
+from bridge.router import refusal, screen
 from bridge.supervisor import AgentSlots, Supervisor
 
 if TYPE_CHECKING:
@@ -142,10 +142,7 @@ class Bridge:
             return
         if await self.store.seen(f"refused:{inbound.key}:{inbound.sender.id}", REFUSAL_TTL):
             return
-        text = (
-            "Sorry, you are not allowed to use this bot. "
-            f"(Your user id is {inbound.sender.id}; an admin can add it.)"
-        )
+        text = refusal(inbound.sender.id)
         if inbound.private_reply:  # only the sender sees it (e.g. Slack's ephemeral)
             self.outbox.submit(
                 inbound.key, inbound.chat, [AnswerPress(inbound.private_reply, text)]

@@ -46,6 +46,7 @@ from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
 from bridge.model import Image, PlatformError, Sender
+from bridge.router import refusal
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
@@ -64,7 +65,6 @@ log = logging.getLogger(__name__)
 CLOSE_TIMEOUT = 3.0  # Socket Mode close_async() can block ~10 s (PITFALLS.md)
 REMEMBERED = 10_000  # delivery ids and owned threads kept in memory
 PREFIXES = ("/", "!")  # Slack threads take "!stop": slash commands do not reach threads
-NOT_ALLOWED = "Sorry, you are not allowed to use this bot. (Your user id is {user}.)"
 NOT_HERE = (
     "I'm not enabled in this channel. An admin can add it to SLACK_ALLOWED_CHANNELS; "
     "a direct message to me works too."
@@ -136,7 +136,7 @@ class Intake:
             sender = Sender(task.user, groups=await self._groups_of(task.user))
             if not sender.named_in(self.allowed_users):
                 # Refused before anything public is posted.
-                await self._tell(task.private_reply, NOT_ALLOWED.format(user=task.user))
+                await self._tell(task.private_reply, refusal(task.user))
                 return
         try:
             root = await self.adapter.post_root(task.channel, root_text(task))
