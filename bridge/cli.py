@@ -315,7 +315,7 @@ async def _platform_call(
             session.post(url, **kwargs) as response,  # type: ignore[arg-type]
         ):
             body = await response.json(content_type=None)
-            headers = dict(response.headers)
+            headers = response.headers  # aiohttp's: names stay case-insensitive
     except (aiohttp.ClientError, ValueError) as exc:
         # Telegram puts the token in the URL, and client errors quote URLs.
         raise RuntimeError(str(exc).replace(secret, "***")) from None
@@ -352,7 +352,7 @@ def _scope_note(headers: Mapping[str, str]) -> str:
     """What the token's scopes (Slack's `x-oauth-scopes` answer header) lack."""
     from adapters.slack.scopes import OPTIONAL, lacking
 
-    granted = next((v for k, v in headers.items() if k.lower() == "x-oauth-scopes"), None)
+    granted = headers.get("x-oauth-scopes")
     if granted is None:
         return ""  # not reported: nothing to compare
     required, optional = lacking({s.strip() for s in granted.split(",")})
