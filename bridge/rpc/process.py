@@ -1,12 +1,13 @@
 """Starting and ending the agent's OS process.
 
-The agent starts in its own session, so it and every command it runs share one
-process group that `terminate_group` can end as a whole; ending is stepwise
-(close stdin → SIGTERM → SIGKILL), each step bounded, and the group gets a
-final SIGKILL so no shell command the agent started outlives it.
+The agent starts in its own session, one process group that `terminate_group` ends
+as a whole; ending is stepwise (close stdin → SIGTERM → SIGKILL), each step bounded,
+and the group gets a final SIGKILL.
 
-On Linux the agent also ends when the bridge dies without ending it (SIGKILL, OOM):
-it is started with a parent-death signal (see `_DIE_WITH_PARENT`).
+pi puts each bash tool in a session of its own, out of that group's reach. So on Linux
+the agent runs under a small keeper (`reaper.py`) that kills whatever the agent leaves
+behind when it exits, and ends the agent when the bridge dies without ending it
+(SIGKILL, OOM).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -26,7 +28,6 @@ from bridge.rpc.errors import AgentStartError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from pathlib import Path
 
     from anyio.abc import Process
 
@@ -36,23 +37,14 @@ STDIN_CLOSE_WAIT = 3.0
 SIGTERM_WAIT = 3.0
 SIGKILL_WAIT = 2.0
 
-# Run as `python -c` before the agent, in the agent's process: asks the kernel for
-# SIGTERM when the bridge dies (prctl PR_SET_PDEATHSIG, kept across exec), then execs
-# the agent. An orphaned agent exits on stdin EOF by itself, but pi runs each bash
-# tool in a session of its own and kills those only on SIGTERM/SIGHUP, so without the
-# signal a tool's `sleep` outlives a killed bridge, beyond any process group we could
-# kill. A separate step because anyio's open_process takes no preexec_fn (which is
-# unsafe in a threaded parent anyway); it costs ~30 ms per agent start and leaves no
-# process behind. The kernel sends the signal when the *thread* that forked exits:
-# agents are started from the event loop's thread, which lives as long as the bridge.
-# The legacy agent has no SIGTERM handler: it dies, its tools' sessions do not.
-_DIE_WITH_PARENT = """\
-import ctypes, os, sys
-ctypes.CDLL(None).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM; best effort: EOF still ends pi
-if os.getppid() != int(sys.argv[1]):  # the bridge died before the signal was set
-    sys.exit(143)
-os.execv(sys.argv[2], sys.argv[3:])
-"""
+# On Linux the agent is started under `reaper.py`, which ends whatever the agent leaves
+# behind and ends the agent when the bridge dies (why: see that module). A separate
+# process because anyio's open_process takes no preexec_fn (unsafe in a threaded parent
+# anyway) and because someone must outlive the agent to clean up after it; it costs
+# ~30 ms per agent start and a few MB (docs/performance.md). The kernel signals the
+# bridge's death when the *thread* that forked exits: agents are started from the event
+# loop's thread, which lives as long as the bridge.
+_REAPER = Path(__file__).with_name("reaper.py")
 
 
 @dataclass(frozen=True)
@@ -85,7 +77,7 @@ def _command(spec: AgentSpec) -> list[str]:
     if sys.platform != "linux" or not sys.executable:
         return list(spec.argv)
     found = _executable(spec)
-    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), found, *spec.argv]
+    return [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), found, *spec.argv]
 
 
 def _executable(spec: AgentSpec) -> str:
