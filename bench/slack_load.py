@@ -185,6 +185,7 @@ async def _drive(
             "retries": stats.retries,
             "rate_limited": stats.rate_limited,
             "coalesced": stats.coalesced,
+            "deferred": stats.deferred,
             "dropped": stats.dropped,
             "failures": stats.failures,
         }
@@ -274,7 +275,8 @@ def report(case: Case) -> list[str]:
         f"→ {'PASS' if limited == 0 else 'FAIL'} (goal 0)",
         f"   Web API calls: {per_method}",
         f"   outbox: calls {box.get('calls')}, retries {box.get('retries')}, rate_limited "
-        f"{box.get('rate_limited')}, coalesced {box.get('coalesced')}, dropped "
+        f"{box.get('rate_limited')}, coalesced {box.get('coalesced')}, deferred "
+        f"{box.get('deferred')}, dropped "
         f"{box.get('dropped')}, failures {box.get('failures')}",
         f"   delta → visible: n {case.delays_measured} (missing {case.delays_missing}), "
         f"p50 {case.p50_ms:.0f} ms, p99 {case.p99_ms:.0f} ms, max {case.max_ms:.0f} ms",

@@ -154,6 +154,10 @@ class Edit:
     plain: str = ""
     markup: Markup = "plain"
     buttons: Keyboard = ()
+    # A refresh nobody waits for (a live status's elapsed time): where the platform
+    # limits edits over all chats, it goes only when that budget has a call to spare,
+    # so under load the answers' own edits come first.
+    routine: bool = False
 
 
 @dataclass(frozen=True, slots=True)

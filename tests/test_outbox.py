@@ -34,6 +34,7 @@ from bridge.model import (
     Upload,
 )
 from bridge.outbox import Outbox
+from bridge.outbox.delivery import EDIT_MARGIN
 from tests.support.recording_adapter import Call, FakeClock, RecordingAdapter
 
 if TYPE_CHECKING:
@@ -353,6 +354,89 @@ async def test_edits_over_all_chats_share_the_edit_budget_in_turn() -> None:
     assert all(rig.platform.last(chat).text == "v59" for chat in chats)
     per_chat = [sum(1 for c in rig.platform.calls_of("edit") if c.chat == chat) for chat in chats]
     assert max(per_chat) - min(per_chat) <= 2, per_chat
+
+
+async def test_routine_status_edits_wait_for_spare_budget_and_the_answers_come_first() -> None:
+    # Ten runs at once, each with an answer streaming and a live status whose clock
+    # ticks every second: the clock gets only what the answers leave, and each run's
+    # final status (not routine) still goes out, after the same budget.
+    limits = PlatformLimits(chat_rate=10.0, global_rate=100.0, edit_rate=2.0, edit_burst=4)
+    chats = [ChatRef(str(n)) for n in range(10)]
+    async with serving(limits) as rig:
+        for n, chat in enumerate(chats):
+            rig.outbox.submit(f"tg:{n}", chat, [Send("status", "working"), Send("answer", "…")])
+        await rig.outbox.flush()
+        start = rig.clock()
+        for i in range(60):
+            for n, chat in enumerate(chats):
+                ops: list[Op] = [Edit("answer", f"v{i}")]
+                if i % 4 == 0:
+                    ops.append(Edit("status", f"working {i // 4} s", routine=True))
+                rig.outbox.submit(f"tg:{n}", chat, ops)
+            await rig.clock.sleep(0.25)
+        for n, chat in enumerate(chats):
+            rig.outbox.submit(f"tg:{n}", chat, [Edit("status", "done")])
+        await rig.outbox.flush()
+    edits = [c for c in rig.platform.calls_of("edit", ok=True) if c.at - start < 15]
+    clock = [c for c in edits if c.text.startswith("working")]
+    assert len(clock) <= 2, [(c.at - start, c.text) for c in clock]  # the burst, at most
+    assert len(edits) - len(clock) >= 2 * 15  # the answers had the rest: 2 a second
+    assert rig.outbox.stats.deferred > 0
+    everything = [c.at - start for c in rig.platform.calls_of("edit", ok=True)]
+    for t in everything:  # routine edits count against the budget like any other
+        assert sum(1 for u in everything if t <= u <= t + 5) <= 4 + 2 * 5 + EPS
+    for chat in chats:
+        shown = {m.text for m in rig.platform.live(chat)}
+        assert shown == {"done", "v59"}
+
+
+@pytest.mark.parametrize("edit_rate", [0.0, 2.0])
+async def test_a_routine_edit_goes_at_once_when_the_budget_has_one_to_spare(
+    edit_rate: float,
+) -> None:
+    limits = PlatformLimits(chat_rate=10.0, global_rate=100.0, edit_rate=edit_rate)
+    async with serving(limits) as rig:
+        await rig.deliver(Send("status", "working"))
+        start = rig.clock()
+        await rig.deliver(Edit("status", "working 5 s", routine=True))
+        (edit,) = rig.platform.calls_of("edit")
+    assert edit.at - start <= limits.edit_interval + EDIT_MARGIN + EPS  # the message's pace
+    assert rig.outbox.stats.deferred == 0
+
+
+async def test_a_routine_edit_without_budget_lets_its_chats_next_message_pass() -> None:
+    limits = PlatformLimits(chat_rate=10.0, global_rate=100.0, edit_rate=0.5)
+    async with serving(limits) as rig:
+        await rig.deliver(Send("status", "working"), Send("answer", "…"))
+        await rig.deliver(Edit("answer", "spent the budget"))
+        rig.outbox.submit(KEY, CHAT, [Edit("status", "working 5 s", routine=True)])
+        rig.outbox.submit(KEY, CHAT, [Send("tool", "🔧 bash ls")])
+        await rig.outbox.flush()
+    order = [c.text for c in rig.platform.calls][-2:]
+    assert order == ["🔧 bash ls", "working 5 s"]
+
+
+async def test_a_wanted_edit_merged_with_a_routine_one_does_not_wait_for_spare_budget() -> None:
+    # Three other chats keep the budget busy; a status change that matters (say, the
+    # Stop button gone) with a clock tick merged into it still gets its turn.
+    limits = PlatformLimits(chat_rate=10.0, global_rate=100.0, edit_rate=1.0)
+    others = [(f"tg:{n}", ChatRef(str(n))) for n in range(200, 203)]
+    async with serving(limits) as rig:
+        await rig.deliver(Send("status", "working"))
+        for key, chat in others:
+            await rig.deliver(Send("answer", "…"), key=key, chat=chat)
+        start = rig.clock()
+        for i in range(40):
+            for key, chat in others:
+                rig.outbox.submit(key, chat, [Edit("answer", f"v{i}")])
+            if i == 10:  # the others owe the budget by now
+                rig.outbox.submit(KEY, CHAT, [Edit("status", "stopping")])
+                rig.outbox.submit(KEY, CHAT, [Edit("status", "working 5 s", routine=True)])
+            await rig.clock.sleep(0.5)
+        await rig.outbox.flush()
+    (edit,) = [c for c in rig.platform.calls_of("edit") if c.chat == CHAT]
+    assert edit.text == "working 5 s"
+    assert edit.at - start < 10  # in turn with the other chats, not after their streams
 
 
 async def test_a_press_is_answered_ahead_of_the_chats_queued_and_rate_limited_messages() -> None:

@@ -472,9 +472,15 @@ def test_held_back_text_is_shown_by_the_next_tick_once_the_interval_has_passed()
 def test_the_live_status_is_edited_at_most_every_five_seconds() -> None:
     session = Session()
     session.feed(RunStarted(), event(type="agent_start"))
-    edits = [bool(session.tick(0.25)) for _ in range(80)]  # 20 s of ticks
-    assert sum(edits) == 4
+    ticks = [session.tick(0.25) for _ in range(80)]  # 20 s of ticks
+    edits = [op for ops in ticks for op in ops]
+    assert len(edits) == 4
     assert session.chat.text("status:1").startswith("⏳ working… · 20 s")
+    # The clock may wait for spare edit budget; the run's end may not.
+    assert all(isinstance(op, Edit) and op.routine for op in edits)
+    (final,) = session.feed(event(type="agent_end", messages=[]), RunEnded())
+    assert isinstance(final, Edit)
+    assert not final.routine
 
 
 # --- long text ----------------------------------------------------------------------------------

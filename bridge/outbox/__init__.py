@@ -17,7 +17,9 @@ Invariants:
 - Calls are paced: one per `1 / chat_rate` s per chat, `global_rate` per second
   overall, one edit of a message per `edit_interval` s, and, where the platform
   limits edits over all chats (`edit_rate`), edits from a shared budget taken in
-  turn, so many streams share it fairly; a chat with
+  turn, so many streams share it fairly; a routine Edit (a live status's clock)
+  takes only a spare edit from that budget and lets its chat's other ops pass
+  meanwhile, so under load the answers' edits come first; a chat with
   `ChatRef.is_group` uses the group values of `PlatformLimits` where it has them.
   Intervals count from the platform's answer to the previous call, since the
   platform times a call somewhere between our request and its answer. While an op

@@ -48,6 +48,8 @@ log = logging.getLogger("bridge.outbox")
 # Platforms time edits on their side: a call that starts exactly one interval
 # after the last can arrive a hair early and draw a 429 (seen with a strict fake).
 EDIT_MARGIN = 0.05
+# How often a chat holding only routine edits looks for a spare edit again.
+SPARE_POLL = 0.25
 
 ELLIPSIS: Final = "…"
 
@@ -58,8 +60,9 @@ class OutboxStats:
 
     `calls` counts platform calls by adapter method (failed ones included);
     `retries` every call repeated or replaced after a failure; `coalesced` ops merged
-    into or cancelled against a queued op; `dropped` ops never carried out, of which
-    `failures` were given up after an error.
+    into or cancelled against a queued op; `deferred` times a routine edit let the
+    chat's other ops go first for want of spare edit budget; `dropped` ops never
+    carried out, of which `failures` were given up after an error.
     """
 
     calls: Counter[str] = field(default_factory=Counter)
@@ -67,6 +70,7 @@ class OutboxStats:
     rate_limited: int = 0
     rate_limited_calls: Counter[str] = field(default_factory=Counter)  # 429s by method
     coalesced: int = 0
+    deferred: int = 0
     dropped: int = 0
     failures: int = 0
 
@@ -268,13 +272,30 @@ class Outbox:
                 await self._sleep(delay)
                 continue  # the head may have been merged or cancelled meanwhile
             limits = self._limits
+            routine = isinstance(head.op, Edit) and head.op.routine
+            if routine and not self._edits.spare(limits.edit_rate, limits.edit_burst):
+                # No edit to spare: let the chat's other ops go first, or wait for one.
+                if not self._step_aside(lane, head):
+                    await self._sleep(SPARE_POLL)
+                continue
             await self._global.take(limits.global_rate)
-            if isinstance(head.op, Edit):
+            if isinstance(head.op, Edit) and not routine:
                 # Still queued while it waits: newer edits merge into it.
                 await self._edits.take(limits.edit_rate, limits.edit_burst)
             if lane.queue and lane.queue[0] is head:
                 return head
         return None
+
+    def _step_aside(self, lane: Lane, head: Entry) -> bool:
+        """Move a routine Edit at the head behind the rest of its lane, if anything
+        there is not routine. Its slot has no other queued op (newer edits merged into
+        it), so nothing of its slot is passed; other slots' order is kept."""
+        if not any(not _routine(entry.op) for entry in lane.queue if entry is not head):
+            return False
+        lane.queue.remove(head)
+        lane.queue.append(head)
+        self.stats.deferred += 1
+        return True
 
     def _prepare(self, lane: Lane, head: Entry) -> bool:
         """Resolve ops on slots without a message: an Edit becomes a Send, a Delete is
@@ -437,13 +458,18 @@ _Outcome = _Retry | _GiveUp | None  # None: delivered (or nothing left to do)
 
 def _with_content(op: Op, edit: Edit) -> Op | None:
     """A queued Edit or Send of `edit`'s slot, carrying `edit`'s text and buttons
-    instead (a Send keeps its notification and reply settings); None for other ops."""
+    instead (a Send keeps its notification and reply settings); None for other ops.
+    Merged edits are routine only if both were: a wanted change must not wait."""
     if isinstance(op, Edit):
-        return edit
+        return edit if op.routine or not edit.routine else replace(edit, routine=False)
     if isinstance(op, Send):
         text, plain, markup, buttons = edit.text, edit.plain, edit.markup, edit.buttons
         return replace(op, text=text, plain=plain, markup=markup, buttons=buttons)
     return None
+
+
+def _routine(op: Op) -> bool:
+    return isinstance(op, Edit) and op.routine
 
 
 def _as_send(edit: Edit) -> Send:

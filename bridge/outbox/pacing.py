@@ -37,6 +37,18 @@ class Budget:
         if self._tokens < 0:
             await self._sleep(-self._tokens / rate)
 
+    def spare(self, rate: float, burst: int = 1) -> bool:
+        """Take a token only if one is free now, nobody waiting on credit for it."""
+        if rate <= 0:
+            return True
+        now = self._clock()
+        self._tokens = min(float(max(1, burst)), self._tokens + (now - self._at) * rate)
+        self._at = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
 
 def interval(rate: float) -> float:
     """Seconds between calls at `rate` per second; no pacing for a rate of 0."""

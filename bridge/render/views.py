@@ -41,15 +41,16 @@ class Slot:
     force_reply: bool = False
     shown: View | None = None
 
-    def show(self, view: View) -> list[Op]:
-        """The op that makes the message show `view` (none if it already does)."""
+    def show(self, view: View, *, routine: bool = False) -> list[Op]:
+        """The op that makes the message show `view` (none if it already does);
+        `routine` marks an Edit as a refresh that may wait (see `Edit`)."""
         if view == self.shown:
             return []
         first = self.shown is None
         self.shown = view
         if first:
             return [self._send(view)]
-        return [Edit(self.name, view.text, view.plain, view.markup, view.buttons)]
+        return [Edit(self.name, view.text, view.plain, view.markup, view.buttons, routine)]
 
     def _send(self, view: View) -> Send:
         return Send(
