@@ -11,7 +11,8 @@ A run's status message carries [⏹ Stop] until the run ends; a process killed
 without a drain leaves it so for good. `LiveRuns` therefore keeps a record in the
 store of each conversation's live status message, from the ops the outbox carries
 out, and on start edits the ones an earlier process left live to say it stopped
-(once: each record is dropped as its edit is queued). The agent's session is on
+(once: each record is dropped as its edit is queued) and marks the user's message
+that the run answered, still marked as being worked on, failed. The agent's session is on
 disk, so the conversation itself resumes on its next message as after any restart.
 """
 
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.conversation import Conversation, Services, SlotGate
-from bridge.model import ChatRef, MessageRef
+from bridge.model import ChatRef, MessageRef, React
 from bridge.render.status import retire_after_crash, run_is_live
 from bridge.store.records import LiveRunRecord
 
@@ -85,19 +86,37 @@ class LiveRuns:
     def __init__(self, store: Store, wall: Callable[[], float]) -> None:
         self._store = store
         self._wall = wall
-        self._recorded: dict[str, str] = {}  # conversation key → its live status's message id
+        self._recorded: dict[str, LiveRunRecord] = {}  # conversation key → its live run
+        self._working: dict[str, str] = {}  # conversation key → the message marked 👀
 
     async def delivered(self, key: str, chat: ChatRef, op: Op, ref: MessageRef | None) -> None:
-        """An outbox observer: only a run's start and end touch the store, not its
-        progress edits."""
+        """An outbox observer: only a run's start and end (and its prompt's reactions)
+        touch the store, not its progress edits."""
+        if isinstance(op, React):
+            await self._reacted(key, op)
+            return
         live = run_is_live(op)
         recorded = self._recorded.get(key)
-        if live and ref is not None and ref.message_id != recorded:
-            self._recorded[key] = ref.message_id
-            await self._store.put_live_run(_record(key, chat, ref.message_id, self._wall()))
+        if live and ref is not None and (recorded is None or ref.message_id != recorded.message_id):
+            record = _record(key, chat, ref.message_id, self._wall(), self._working.get(key))
+            self._recorded[key] = record
+            await self._store.put_live_run(record)
         elif live is False and recorded is not None:
             del self._recorded[key]
-            await self._store.drop_live_run(key, recorded)
+            await self._store.drop_live_run(key, recorded.message_id)
+
+    async def _reacted(self, key: str, react: React) -> None:
+        # Reactions have a lane of their own: 👀 may land before or after the status.
+        if react.state == "working":
+            self._working[key] = react.message_id
+        elif self._working.get(key) == react.message_id:
+            del self._working[key]
+        recorded = self._recorded.get(key)
+        working = self._working.get(key)
+        if recorded is not None and recorded.working_on != working:
+            record = recorded.model_copy(update={"working_on": working})
+            self._recorded[key] = record
+            await self._store.put_live_run(record)
 
     async def retire(self, outbox: Outbox, key_prefix: str = "") -> int:
         """Queue the edit of every status an earlier process left live in conversations
@@ -109,11 +128,15 @@ class LiveRuns:
             slot, edit = retire_after_crash(record.message_id)
             outbox.adopt(record.key, slot, MessageRef(chat, record.message_id))
             outbox.submit(record.key, chat, [edit])
+            if record.working_on is not None:
+                outbox.submit(record.key, chat, [React(record.working_on, "failed")])
             await self._store.drop_live_run(record.key, record.message_id)
         return len(records)
 
 
-def _record(key: str, chat: ChatRef, message_id: str, now: float) -> LiveRunRecord:
+def _record(
+    key: str, chat: ChatRef, message_id: str, now: float, working_on: str | None
+) -> LiveRunRecord:
     return LiveRunRecord(
         key=key,
         chat_id=chat.chat_id,
@@ -121,6 +144,7 @@ def _record(key: str, chat: ChatRef, message_id: str, now: float) -> LiveRunReco
         is_group=chat.is_group,
         message_id=message_id,
         started_at=now,
+        working_on=working_on,
     )
 
 

@@ -183,6 +183,41 @@ async def test_a_run_is_recorded_from_its_status_send_until_its_final_edit(
             assert await store.live_runs() == []
 
 
+WORKING, DONE = React("m5", "working"), React("m5", "done")
+LIVE = Send("status:1", "⏳ working…", buttons=STOP)
+OVER = Edit("status:1", "✅ done · 6s")
+
+
+@pytest.mark.parametrize(
+    ("ops", "working_on"),
+    [
+        ([WORKING, LIVE], "m5"),
+        ([LIVE, WORKING], "m5"),  # reactions have their own lane: either may land first
+        ([LIVE], None),  # reactions refused or off: nothing to mark
+        ([WORKING, LIVE, DONE], None),
+        ([WORKING, DONE, LIVE], None),  # an earlier prompt's run, done before this one
+        ([WORKING, LIVE, React("m4", "done")], "m5"),  # another message's end
+        ([React("m4", "working"), WORKING, LIVE], "m5"),  # the newest prompt's
+    ],
+)
+async def test_the_record_names_the_users_message_marked_as_being_worked_on(
+    ops: list[Op], working_on: str | None, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    platform = RecordingAdapter(PlatformLimits(), clock=clock)
+    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    async with sqlite_store(tmp_path) as store:
+        outbox.observe(LiveRuns(store, wall=lambda: 0.0).delivered)
+        async with serving(outbox, clock):
+            for op in ops:
+                outbox.submit(KEY, CHAT, [op])
+                await outbox.flush()
+            (record,) = await store.live_runs()
+            assert record.working_on == working_on
+            outbox.submit(KEY, CHAT, [OVER])
+        assert await store.live_runs() == []
+
+
 async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: Path) -> None:
     clock = FakeClock()
     platform = RecordingAdapter(PlatformLimits(), clock=clock)
@@ -197,6 +232,7 @@ async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: P
                 is_group=True,
                 message_id=ref.message_id,
                 started_at=0.0,
+                working_on="m5",
             )
         )
         live_runs = LiveRuns(store, wall=lambda: 0.0)
@@ -207,6 +243,7 @@ async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: P
         assert await store.live_runs() == []
     assert platform.messages[ref].edits == [CRASHED]
     assert platform.messages[ref].buttons == ()
+    assert platform.reactions == [("m5", "failed")]  # 👀 no more: the run never ended
 
 
 async def test_a_bridge_retires_only_its_own_platforms_runs(tmp_path: Path) -> None:
@@ -312,9 +349,12 @@ async def test_a_restarted_bridge_retires_the_run_a_killed_one_left_live(
         assert platform.messages[status].buttons
         assert not agent_processes(opts.data_dir)
 
+        (asked, _) = [r for r in platform.reactions if r[1] == "working"][-1]
+        assert (asked, "done") not in platform.reactions
         async with bridge(opts, platform) as chat:
             await chat.until(lambda: platform.messages[status].text == CRASHED)
             assert platform.messages[status].buttons == ()
+            await chat.until(lambda: (asked, "failed") in platform.reactions)
             await chat.say("what fruit did I say?")
             await chat.shown("It was PLUM.")
             await chat.idle()

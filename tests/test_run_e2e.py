@@ -260,7 +260,7 @@ async def test_a_bridge_killed_mid_tool_leaves_no_process_and_its_successor_reti
             async with bridge_process(tmp_path, env, "killed.log") as process:
                 telegram.message(CHAT, "remember PLUM")
                 await telegram.bot_message("Noted: PLUM.", CHAT, within=WAIT)
-                telegram.message(CHAT, "start the long job")
+                job = telegram.message(CHAT, "start the long job")
                 # The status shows the tool at its first paced edit, a few seconds in.
                 status = await telegram.bot_message("🔧 bash sleep 30", CHAT, within=WAIT)
                 assert [text for text, _ in status.buttons] == ["⏹ Stop"]
@@ -275,12 +275,16 @@ async def test_a_bridge_killed_mid_tool_leaves_no_process_and_its_successor_reti
             assert not survivors(data), "outlived the bridge"
             assert "⏳ working" in status.text
             assert status.buttons
+            assert telegram.reactions.get((CHAT, job.message_id)) == ["👀"]
             edits = len(status.edited_at)
 
             # --- a new process on the same data dir retires the run and resumes the chat ---
             async with bridge_process(tmp_path, env, "restarted.log") as process:
                 await telegram.wait_for(lambda: status.text == CRASHED, WAIT)
                 assert status.buttons == []
+                # 👀 on the request gives way to 👎: that run never ended.
+                reacted = (CHAT, job.message_id)
+                await telegram.wait_for(lambda: telegram.reactions.get(reacted) == ["👎"], WAIT)
                 telegram.message(CHAT, "what fruit did I say?")
                 await telegram.bot_message("It was PLUM.", CHAT, within=WAIT)
                 assert await stop(process) == 0

@@ -95,6 +95,8 @@ class LiveRunRecord(BaseModel):
     is_group: bool = False  # the outbox paces group chats more strictly
     message_id: str  # the platform's id of the status message
     started_at: float
+    # The user's message marked as being worked on (👀), marked failed on retirement.
+    working_on: str | None = None
 
 
 __all__ = [

@@ -43,9 +43,12 @@ class BridgeHarness:
     events: Callable[[], str] = field(default_factory=lambda: lambda: uuid.uuid4().hex[:12])
 
     async def say(self, text: str, sender: Sender = OWNER, reply_to: str | None = None) -> None:
-        await self.bridge.handle(
-            Inbound(KEY, CHAT, sender, f"m{self.events()}", text=text, reply_to=reply_to)
+        # As the platforms do: the message has an id (the run's reactions mark it).
+        event = self.events()
+        inbound = Inbound(
+            KEY, CHAT, sender, f"m{event}", text=text, reply_to=reply_to, message_id=f"u{event}"
         )
+        await self.bridge.handle(inbound)
 
     async def press(self, label: str, sender: Sender = OWNER, contains: str = "") -> None:
         button = await self.button(label, contains)
