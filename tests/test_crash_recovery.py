@@ -79,6 +79,13 @@ def test_a_crashed_status_is_edited_to_say_so_without_buttons() -> None:
 # --- the outbox: adopted slots and observers --------------------------------------------
 
 
+def on_fake_time() -> tuple[FakeClock, RecordingAdapter, Outbox]:
+    """A recording platform and an outbox delivering to it, on one fake clock."""
+    clock = FakeClock()
+    platform = RecordingAdapter(PlatformLimits(), clock=clock)
+    return clock, platform, Outbox(platform, clock=clock, sleep=clock.sleep)
+
+
 @contextlib.asynccontextmanager
 async def serving(outbox: Outbox, clock: FakeClock) -> AsyncIterator[None]:
     with anyio.fail_after(REAL_SECONDS):
@@ -96,9 +103,7 @@ async def an_earlier_message(platform: RecordingAdapter, text: str) -> MessageRe
 
 
 async def test_an_adopted_message_is_edited_in_place() -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(PlatformLimits(), clock=clock)
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    clock, platform, outbox = on_fake_time()
     ref = await an_earlier_message(platform, "⏳ working…")
     async with serving(outbox, clock):
         slot, edit = retire_after_crash(ref.message_id)
@@ -110,9 +115,7 @@ async def test_an_adopted_message_is_edited_in_place() -> None:
 
 
 async def test_an_adopted_message_that_is_gone_is_not_posted_again() -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(PlatformLimits(), clock=clock)
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    clock, platform, outbox = on_fake_time()
     ref = await an_earlier_message(platform, "⏳ working…")
     platform.vanish(ref)
     async with serving(outbox, clock):
@@ -126,9 +129,7 @@ async def test_an_adopted_message_that_is_gone_is_not_posted_again() -> None:
 
 
 async def test_an_observer_hears_each_op_carried_out_in_order_with_its_message() -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(PlatformLimits(), clock=clock)
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    clock, _platform, outbox = on_fake_time()
     heard: list[tuple[str, str | None]] = []
 
     async def observer(key: str, chat: ChatRef, op: Op, ref: MessageRef | None) -> None:
@@ -158,9 +159,7 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
 async def test_a_run_is_recorded_from_its_status_send_until_its_final_edit(
     tmp_path: Path,
 ) -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(PlatformLimits(), clock=clock)
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    clock, _platform, outbox = on_fake_time()
     async with sqlite_store(tmp_path) as store:
         outbox.observe(LiveRuns(store, wall=lambda: 1_700_000_000.0).delivered)
         async with serving(outbox, clock):
@@ -203,9 +202,7 @@ OVER = Edit("status:1", "✅ done · 6s")
 async def test_the_record_names_the_users_message_marked_as_being_worked_on(
     ops: list[Op], working_on: str | None, tmp_path: Path
 ) -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(PlatformLimits(), clock=clock)
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    clock, _platform, outbox = on_fake_time()
     async with sqlite_store(tmp_path) as store:
         outbox.observe(LiveRuns(store, wall=lambda: 0.0).delivered)
         async with serving(outbox, clock):
@@ -219,9 +216,7 @@ async def test_the_record_names_the_users_message_marked_as_being_worked_on(
 
 
 async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: Path) -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(PlatformLimits(), clock=clock)
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    clock, platform, outbox = on_fake_time()
     ref = await an_earlier_message(platform, "⏳ working…")
     async with sqlite_store(tmp_path) as store:
         await store.put_live_run(
@@ -247,9 +242,7 @@ async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: P
 
 
 async def test_a_bridge_retires_only_its_own_platforms_runs(tmp_path: Path) -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(PlatformLimits(), clock=clock)
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
+    clock, platform, outbox = on_fake_time()
     ref = await an_earlier_message(platform, "⏳ working…")
     slack_key = "slack:T1:C1:170.1"
     async with sqlite_store(tmp_path) as store:
