@@ -21,7 +21,6 @@ Standard library only, and nothing imported from the bridge: it runs isolated (`
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sys
@@ -36,8 +35,11 @@ SWEEP_TIME = 2.0
 
 
 def _prctl(option: int, value: int) -> None:
-    # Best effort: without it stdin EOF still ends pi, only its tools may stay.
-    with contextlib.suppress(OSError, AttributeError):
+    # Best effort, even without ctypes (a minimal Python): the agent must start anyway,
+    # and stdin EOF still ends pi; only its tools might then stay.
+    with contextlib.suppress(ImportError, OSError, AttributeError):
+        import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
