@@ -253,7 +253,7 @@ class Conversation:
         if isinstance(intent, Prompt):
             await self._prompt(intent, inbound)
         elif isinstance(intent, Steer | FollowUp):
-            await self._queue(intent)
+            await self._queue(intent, inbound)
         elif isinstance(intent, AskBusy):
             pending = self.s.tokens()
             self._asks[pending] = _Ask(intent.text, intent.images)
@@ -286,16 +286,18 @@ class Conversation:
             self._submit(self.renderer.not_started())
             raise
 
-    async def _queue(self, intent: Steer | FollowUp) -> None:
+    async def _queue(self, intent: Steer | FollowUp, inbound: Inbound | None = None) -> None:
         agent = self.agent
         if agent is None or not agent.state.busy:
-            await self.carry_out(Prompt(intent.text, intent.images), None)
+            await self.carry_out(Prompt(intent.text, intent.images), inbound)
             return
         images = self._images(intent.images)
         if isinstance(intent, Steer):
             await agent.steer(intent.text, images)
         else:
             await agent.follow_up(intent.text, images)
+        # Accepted: the message shows it reached the run, as a prompt's does.
+        self._submit(self.renderer.joined(inbound.message_id if inbound else None))
 
     async def _stop(self) -> None:
         agent = self.agent

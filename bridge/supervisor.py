@@ -11,8 +11,8 @@ A run's status message carries [⏹ Stop] until the run ends; a process killed
 without a drain leaves it so for good. `LiveRuns` therefore keeps a record in the
 store of each conversation's live status message, from the ops the outbox carries
 out, and on start edits the ones an earlier process left live to say it stopped
-(once: each record is dropped as its edit is queued) and marks the user's message
-that the run answered, still marked as being worked on, failed. The agent's session is on
+(once: each record is dropped as its edit is queued) and marks the user's messages
+that the run was working on (its prompt, and any steered into it) failed. The agent's session is on
 disk, so the conversation itself resumes on its next message as after any restart.
 """
 
@@ -87,7 +87,7 @@ class LiveRuns:
         self._store = store
         self._wall = wall
         self._recorded: dict[str, LiveRunRecord] = {}  # conversation key → its live run
-        self._working: dict[str, str] = {}  # conversation key → the message marked 👀
+        self._working: dict[str, list[str]] = {}  # conversation key → its messages marked 👀
 
     async def delivered(self, key: str, chat: ChatRef, op: Op, ref: MessageRef | None) -> None:
         """An outbox observer: only a run's start and end (and its prompt's reactions)
@@ -98,7 +98,7 @@ class LiveRuns:
         live = run_is_live(op)
         recorded = self._recorded.get(key)
         if live and ref is not None and (recorded is None or ref.message_id != recorded.message_id):
-            record = _record(key, chat, ref.message_id, self._wall(), self._working.get(key))
+            record = _record(key, chat, ref.message_id, self._wall(), self._working.get(key, []))
             self._recorded[key] = record
             await self._store.put_live_run(record)
         elif live is False and recorded is not None:
@@ -107,14 +107,16 @@ class LiveRuns:
 
     async def _reacted(self, key: str, react: React) -> None:
         # Reactions have a lane of their own: 👀 may land before or after the status.
+        working = self._working.setdefault(key, [])
         if react.state == "working":
-            self._working[key] = react.message_id
-        elif self._working.get(key) == react.message_id:
+            working.append(react.message_id)
+        elif react.message_id in working:
+            working.remove(react.message_id)
+        if not working:
             del self._working[key]
         recorded = self._recorded.get(key)
-        working = self._working.get(key)
         if recorded is not None and recorded.working_on != working:
-            record = recorded.model_copy(update={"working_on": working})
+            record = recorded.model_copy(update={"working_on": list(working)})
             self._recorded[key] = record
             await self._store.put_live_run(record)
 
@@ -128,14 +130,13 @@ class LiveRuns:
             slot, edit = retire_after_crash(record.message_id)
             outbox.adopt(record.key, slot, MessageRef(chat, record.message_id))
             outbox.submit(record.key, chat, [edit])
-            if record.working_on is not None:
-                outbox.submit(record.key, chat, [React(record.working_on, "failed")])
+            outbox.submit(record.key, chat, [React(m, "failed") for m in record.working_on])
             await self._store.drop_live_run(record.key, record.message_id)
         return len(records)
 
 
 def _record(
-    key: str, chat: ChatRef, message_id: str, now: float, working_on: str | None
+    key: str, chat: ChatRef, message_id: str, now: float, working_on: list[str]
 ) -> LiveRunRecord:
     return LiveRunRecord(
         key=key,
@@ -144,7 +145,7 @@ def _record(
         is_group=chat.is_group,
         message_id=message_id,
         started_at=now,
-        working_on=working_on,
+        working_on=list(working_on),
     )
 
 

@@ -190,17 +190,18 @@ OVER = Edit("status:1", "✅ done · 6s")
 @pytest.mark.parametrize(
     ("ops", "working_on"),
     [
-        ([WORKING, LIVE], "m5"),
-        ([LIVE, WORKING], "m5"),  # reactions have their own lane: either may land first
-        ([LIVE], None),  # reactions refused or off: nothing to mark
-        ([WORKING, LIVE, DONE], None),
-        ([WORKING, DONE, LIVE], None),  # an earlier prompt's run, done before this one
-        ([WORKING, LIVE, React("m4", "done")], "m5"),  # another message's end
-        ([React("m4", "working"), WORKING, LIVE], "m5"),  # the newest prompt's
+        ([WORKING, LIVE], ["m5"]),
+        ([LIVE, WORKING], ["m5"]),  # reactions have their own lane: either may land first
+        ([LIVE], []),  # reactions refused or off: nothing to mark
+        ([WORKING, LIVE, DONE], []),
+        ([WORKING, DONE, LIVE], []),  # an earlier prompt's run, done before this one
+        ([WORKING, LIVE, React("m4", "done")], ["m5"]),  # another message's end
+        ([WORKING, LIVE, React("m6", "working")], ["m5", "m6"]),  # a steer joined the run
+        ([WORKING, LIVE, React("m6", "working"), DONE], ["m6"]),
     ],
 )
-async def test_the_record_names_the_users_message_marked_as_being_worked_on(
-    ops: list[Op], working_on: str | None, tmp_path: Path
+async def test_the_record_names_the_users_messages_marked_as_being_worked_on(
+    ops: list[Op], working_on: list[str], tmp_path: Path
 ) -> None:
     clock, _platform, outbox = on_fake_time()
     async with sqlite_store(tmp_path) as store:
@@ -227,7 +228,7 @@ async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: P
                 is_group=True,
                 message_id=ref.message_id,
                 started_at=0.0,
-                working_on="m5",
+                working_on=["m5", "m6"],
             )
         )
         live_runs = LiveRuns(store, wall=lambda: 0.0)
@@ -238,7 +239,8 @@ async def test_retiring_edits_each_left_over_run_once_and_forgets_it(tmp_path: P
         assert await store.live_runs() == []
     assert platform.messages[ref].edits == [CRASHED]
     assert platform.messages[ref].buttons == ()
-    assert platform.reactions == [("m5", "failed")]  # 👀 no more: the run never ended
+    # 👀 no more: the run never ended.
+    assert platform.reactions == [("m5", "failed"), ("m6", "failed")]
 
 
 async def test_a_bridge_retires_only_its_own_platforms_runs(tmp_path: Path) -> None:

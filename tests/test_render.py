@@ -1126,6 +1126,48 @@ def test_the_users_message_is_marked_working_then_how_its_run_ended(
     assert reactions(ops) == expected
 
 
+@pytest.mark.parametrize(
+    ("events", "overtime", "final"), [r[1:] for r in REACTIONS], ids=[r[0] for r in REACTIONS]
+)
+def test_messages_steered_into_a_run_are_marked_as_the_run_ends(
+    events: list[AgentEvent], overtime: bool, final: str | None
+) -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on("m1"))
+    ops += session.do(session.renderer.joined("s1"))  # steered before the run had started
+    for item in events:
+        ops += session.feed(item)
+        if isinstance(item, RunStarted):
+            if overtime:
+                session.renderer.overtime()
+            ops += session.do(session.renderer.joined("s2"))
+    marked: dict[str, list[str]] = {}
+    for message, state in reactions(ops):
+        marked.setdefault(message, []).append(state)
+    started = any(isinstance(item, RunStarted) for item in events)
+    joined = ["m1", "s1", "s2"] if started else ["m1", "s1"]
+    assert marked == {m: ["working", final] if final else ["working"] for m in joined}
+
+
+def test_a_steered_message_is_not_marked_again_by_the_next_run() -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on("m1"))
+    ops += session.feed(RunStarted())
+    ops += session.do(session.renderer.joined("s1"))
+    ops += session.do(session.renderer.joined(None))  # no message id: nothing to mark
+    ops += session.feed(*_closed(end("first"))[1:])
+    ops += session.do(session.renderer.working_on("m2"))
+    ops += session.feed(*_closed(end("second")))
+    assert reactions(ops) == [
+        ("m1", "working"),
+        ("s1", "working"),
+        ("m1", "done"),
+        ("s1", "done"),
+        ("m2", "working"),
+        ("m2", "done"),
+    ]
+
+
 def test_only_the_run_a_message_started_marks_it() -> None:
     session = Session()
     ops = session.do(session.renderer.working_on(None))  # a queued follow-up: no message

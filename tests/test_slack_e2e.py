@@ -35,7 +35,7 @@ from tests.support.journeys import (
     script_long_run,
     script_steerable_run,
 )
-from tests.support.loopback import free_port
+from tests.support.loopback import free_port, until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -160,9 +160,15 @@ async def test_a_thread_shows_its_tool_calls_takes_a_steer_and_ignores_slacks_re
         root = mention["payload"]["event"]["ts"]
         retry = await slack.redeliver(mention)  # Slack's retry of the same event
         tool = await until_shown(slack, root, "bash")
-        await slack.thread_message("STEER-PURPLE instead", root)
+        steer = await slack.thread_message("STEER-PURPLE instead", root)
+        steer_ts = steer["payload"]["event"]["ts"]
         answer = await until_shown(slack, root, STEERED)
         await until_shown(slack, root, "done")
+        # The steer shows it reached the run, then how the run ended, like the mention.
+        await until(lambda: slack.reactions.get(steer_ts) == ["white_check_mark"], WAIT)
+        added = [c.args["name"] for c in slack.called("reactions.add")]
+        assert added.count("eyes") == 2  # the mention's and the steer's
+        assert slack.reactions.get(root) == ["white_check_mark"]
         assert tool.ts != answer.ts, "the tool call is its own thread reply"
         assert all(m.thread_ts == root for m in slack.messages.values())
         assert find(slack, root, UNSTEERED) is None

@@ -419,7 +419,7 @@ async def test_closing_a_store_twice_is_harmless(store: Store) -> None:
 
 
 async def test_a_live_run_round_trips_and_runs_are_listed_by_key(store: Store) -> None:
-    topic = live_run("tg:123:9", thread_id="9", is_group=True, working_on="41")
+    topic = live_run("tg:123:9", thread_id="9", is_group=True, working_on=["41"])
     for record in (live_run(OTHER, "1700.2"), live_run(), topic):
         await store.put_live_run(record)
     assert await store.live_runs() == [live_run(OTHER, "1700.2"), live_run(), topic]
@@ -427,7 +427,7 @@ async def test_a_live_run_round_trips_and_runs_are_listed_by_key(store: Store) -
 
 def test_a_live_run_recorded_before_reactions_were_kept_still_reads() -> None:
     earlier = '{"key":"tg:1","chat_id":"1","message_id":"17","started_at":0.0}'
-    assert LiveRunRecord.model_validate_json(earlier).working_on is None
+    assert LiveRunRecord.model_validate_json(earlier).working_on == []
 
 
 async def test_a_conversations_next_live_run_replaces_its_earlier_one(store: Store) -> None:

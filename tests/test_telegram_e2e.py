@@ -21,7 +21,14 @@ from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram
-from tests.support.journeys import ASK_ANSWER, agent_got, script_dialog
+from tests.support.journeys import (
+    ASK_ANSWER,
+    STEERED,
+    UNSTEERED,
+    agent_got,
+    requests_with,
+    script_dialog,
+)
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
@@ -135,6 +142,35 @@ async def test_a_tool_call_ends_with_a_check_mark(fake_llm: FakeLLM, opts: Bridg
     assert "bash" in tool.text
     reacted = [c.params.get("reaction") for c in fake.calls_of("setMessageReaction")]
     assert [r[0]["emoji"] for r in reacted if r] == ["👀", "👍"]
+
+
+async def test_messages_sent_while_the_agent_works_steer_it_or_follow_up_and_are_marked(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    # The tool runs long enough for both messages to arrive while it does.
+    fake_llm.add(
+        "slowly",
+        Reply(text="On it.", tool_calls=[ToolCall("bash", {"command": "sleep 5; echo slept"})]),
+        Reply(text=UNSTEERED),
+    )
+    fake_llm.add("STEER-PURPLE", Reply(text=STEERED))
+    fake_llm.add("LATER-GREEN", Reply(text="Green comes after."))
+    async with telegram_bot(opts) as fake:
+        asked = fake.message(CHAT, "do it slowly")
+        await fake.bot_message("🔧 bash", CHAT, within=WAIT)
+        steer = fake.message(CHAT, "STEER-PURPLE instead")
+        later = fake.message(CHAT, ">> LATER-GREEN also")
+        for message in (steer, later):  # each shows at once that it reached the run
+            mark = (CHAT, message.message_id)
+            await fake.wait_for(lambda mark=mark: fake.reactions.get(mark) == ["👀"], WAIT)
+        await fake.bot_message(STEERED, CHAT, within=WAIT)
+        await fake.bot_message("Green comes after.", CHAT, within=WAIT)
+        for message in (asked, steer, later):  # and how the run ended, once it has
+            mark = (CHAT, message.message_id)
+            await fake.wait_for(lambda mark=mark: fake.reactions.get(mark) == ["👍"], WAIT)
+    assert fake.find(UNSTEERED, CHAT) is None
+    assert requests_with(fake_llm, "STEER-PURPLE") == 1
+    assert requests_with(fake_llm, "LATER-GREEN") == 1
 
 
 async def test_stop_ends_a_running_tool(fake_llm: FakeLLM, opts: BridgeOptions) -> None:

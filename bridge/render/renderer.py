@@ -16,7 +16,8 @@ Run numbers count from 1 per renderer: the outbox maps slots per conversation
 and per renderer's lifetime. `working_on(message_id)` marks the user's message
 that a prompt came from (`React` "working"); the run that prompt starts marks it
 done or failed when it ends, or failed if the agent dies or the prompt never
-starts a run.
+starts a run. `joined(message_id)` does the same for a message steered or queued
+into the run.
 Invariants: nothing raises on odd input (missing fields, ids never started,
 events outside a run); after `interrupt` no button of this renderer resolves.
 """
@@ -42,7 +43,7 @@ from bridge.rpc.content import AssistantMessage
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Formatter, Op, PlatformLimits
+    from bridge.model import Formatter, Op, PlatformLimits, ReactionState
     from bridge.render.choices import Choice, DialogChoice
     from bridge.rpc.client import AgentEvent
 
@@ -85,6 +86,7 @@ class Renderer:
         self._text: AssistantText | None = None
         self._loose_scope: str | None = None  # compact tool list outside any run
         self._reacting: str | None = None  # the user's message of a prompt not yet running
+        self._riders: list[str] = []  # the user's messages steered or queued into the run
         self._now = 0.0
         self._handlers: dict[type, Callable[[Any, float], list[Op]]] = self._handler_table()
 
@@ -147,7 +149,20 @@ class Renderer:
     def not_started(self) -> list[Op]:
         """The prompt of `working_on` failed before its run started."""
         message, self._reacting = self._reacting, None
-        return [React(message, "failed")] if message else []
+        ops = [React(message, "failed")] if message else []
+        return ops + (self._riders_end("failed") if self._run is None else [])
+
+    def joined(self, message_id: str | None) -> list[Op]:
+        """The user's message `message_id` went into the live run as a steer or a
+        follow-up: it shows it is being worked on, and how the run ended once it has."""
+        if message_id is None:
+            return []
+        self._riders.append(message_id)
+        return [React(message_id, "working")]
+
+    def _riders_end(self, state: ReactionState) -> list[Op]:
+        riders, self._riders = self._riders, []
+        return [React(message, state) for message in riders]
 
     def overtime(self) -> None:
         """The bridge aborts the run for running too long: it ends as failed."""
@@ -164,6 +179,7 @@ class Renderer:
             self._forget_run(run)
             ops += run.interrupted(now, reason)
             ops += [React(run.message, "failed")] if run.message else []
+            ops += self._riders_end("failed")
         elif self._cut is not None:
             ops += self._cut.interrupted(now, reason)
         self._cut = None
@@ -228,6 +244,7 @@ class Renderer:
         self._forget_run(run)
         if run.message:
             ops.append(React(run.message, run.reaction()))
+        ops += self._riders_end(run.reaction())
         if not run.loop_seen:
             return ops + run.slot.remove()  # nothing ran: the command's answer says it all
         if run.loop_open:

@@ -95,8 +95,9 @@ class LiveRunRecord(BaseModel):
     is_group: bool = False  # the outbox paces group chats more strictly
     message_id: str  # the platform's id of the status message
     started_at: float
-    # The user's message marked as being worked on (👀), marked failed on retirement.
-    working_on: str | None = None
+    # The user's messages marked as being worked on (👀): the prompt and any steered
+    # into the run. Marked failed on retirement.
+    working_on: list[str] = []
 
 
 __all__ = [
