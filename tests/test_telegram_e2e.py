@@ -32,7 +32,7 @@ from tests.support.journeys import (
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
     from bridge.model import Adapter
@@ -137,11 +137,15 @@ async def test_a_tool_call_ends_with_a_check_mark(fake_llm: FakeLLM, opts: Bridg
         asked = fake.message(CHAT, "greet the world")
         tool = await fake.bot_message("✅", CHAT, within=WAIT)
         await fake.bot_message("Greeted.", CHAT, within=WAIT)
-        mark = (CHAT, asked.message_id)
-        await fake.wait_for(lambda: fake.reactions.get(mark) == ["👍"], WAIT)
+        await fake.wait_for(marked(fake, asked.message_id, "👍"), WAIT)
     assert "bash" in tool.text
     reacted = [c.params.get("reaction") for c in fake.calls_of("setMessageReaction")]
     assert [r[0]["emoji"] for r in reacted if r] == ["👀", "👍"]
+
+
+def marked(fake: FakeTelegram, message_id: int, emoji: str) -> Callable[[], bool]:
+    """Whether the user's message in CHAT carries the bot's `emoji` (and only it)."""
+    return lambda: fake.reactions.get((CHAT, message_id)) == [emoji]
 
 
 async def test_messages_sent_while_the_agent_works_steer_it_or_follow_up_and_are_marked(
@@ -161,13 +165,11 @@ async def test_messages_sent_while_the_agent_works_steer_it_or_follow_up_and_are
         steer = fake.message(CHAT, "STEER-PURPLE instead")
         later = fake.message(CHAT, ">> LATER-GREEN also")
         for message in (steer, later):  # each shows at once that it reached the run
-            mark = (CHAT, message.message_id)
-            await fake.wait_for(lambda mark=mark: fake.reactions.get(mark) == ["👀"], WAIT)
+            await fake.wait_for(marked(fake, message.message_id, "👀"), WAIT)
         await fake.bot_message(STEERED, CHAT, within=WAIT)
         await fake.bot_message("Green comes after.", CHAT, within=WAIT)
         for message in (asked, steer, later):  # and how the run ended, once it has
-            mark = (CHAT, message.message_id)
-            await fake.wait_for(lambda mark=mark: fake.reactions.get(mark) == ["👍"], WAIT)
+            await fake.wait_for(marked(fake, message.message_id, "👍"), WAIT)
     assert fake.find(UNSTEERED, CHAT) is None
     assert requests_with(fake_llm, "STEER-PURPLE") == 1
     assert requests_with(fake_llm, "LATER-GREEN") == 1
