@@ -108,6 +108,7 @@ class Services:
 class _Ask:
     text: str
     images: tuple[Image, ...]
+    message_id: str | None  # the user's message, marked once it goes in
 
 
 class Conversation:
@@ -250,13 +251,14 @@ class Conversation:
     # --- intents ---------------------------------------------------------------------------
 
     async def carry_out(self, intent: Intent, inbound: Inbound | None) -> None:
+        message_id = inbound.message_id if inbound is not None else None
         if isinstance(intent, Prompt):
-            await self._prompt(intent, inbound)
+            await self._prompt(intent, message_id)
         elif isinstance(intent, Steer | FollowUp):
-            await self._queue(intent, inbound)
+            await self._queue(intent, message_id)
         elif isinstance(intent, AskBusy):
             pending = self.s.tokens()
-            self._asks[pending] = _Ask(intent.text, intent.images)
+            self._asks[pending] = _Ask(intent.text, intent.images, message_id)
             self._submit(self.renderer.ask_busy(pending, intent.text[:200]))
         elif isinstance(intent, Hold):
             self._held.append(intent.then)
@@ -276,20 +278,20 @@ class Conversation:
         elif isinstance(intent, Ignore):
             log.debug("conversation %s: ignored (%s)", self.key, intent.reason)
 
-    async def _prompt(self, intent: Prompt, inbound: Inbound | None) -> None:
+    async def _prompt(self, intent: Prompt, message_id: str | None) -> None:
         """Start a run; the user's message shows it is being worked on until it ends."""
         agent = await self.ensure_agent()
-        self._submit(self.renderer.working_on(inbound.message_id if inbound else None))
+        self._submit(self.renderer.working_on(message_id))
         try:
             await agent.prompt(intent.text, self._images(intent.images))
         except BaseException:
             self._submit(self.renderer.not_started())
             raise
 
-    async def _queue(self, intent: Steer | FollowUp, inbound: Inbound | None = None) -> None:
+    async def _queue(self, intent: Steer | FollowUp, message_id: str | None) -> None:
         agent = self.agent
         if agent is None or not agent.state.busy:
-            await self.carry_out(Prompt(intent.text, intent.images), inbound)
+            await self._prompt(Prompt(intent.text, intent.images), message_id)
             return
         images = self._images(intent.images)
         if isinstance(intent, Steer):
@@ -297,7 +299,7 @@ class Conversation:
         else:
             await agent.follow_up(intent.text, images)
         # Accepted: the message shows it reached the run, as a prompt's does.
-        self._submit(self.renderer.joined(inbound.message_id if inbound else None))
+        self._submit(self.renderer.joined(message_id))
 
     async def _stop(self) -> None:
         agent = self.agent
@@ -337,7 +339,7 @@ class Conversation:
             )
         )
         intent = FollowUp(ask.text, ask.images) if later else Steer(ask.text, ask.images)
-        await self._queue(intent)
+        await self._queue(intent, ask.message_id)
 
     def may_answer(self, sender: Sender) -> bool:
         record = self.record

@@ -61,6 +61,46 @@ async def test_a_message_while_busy_steers_the_same_run(
         assert UNSTEERED not in chat.all_text()
 
 
+@pytest.mark.parametrize(
+    ("choice", "outcome"), [("Steer now", "➡️ sent now"), ("After this run", "⏭ after this run")]
+)
+async def test_asked_while_busy_the_users_choice_sends_the_message_into_the_run(
+    choice: str, outcome: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    from bridge.options import ChatOptions
+    from tests.conftest import require_agent
+    from tests.support.agents import DEFAULT_VERSION
+
+    require_agent(DEFAULT_VERSION)
+    fake_llm.add(
+        "slowly",
+        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 4; echo slept"})]),
+        Reply(text=UNSTEERED),
+    )
+    fake_llm.add("PURPLE", Reply(text="Purple it is."))
+    chats = {KEY: ChatOptions(busy_policy="ask")}
+    opts = bridge_options(agent_home, DEFAULT_VERSION, tmp_path, chats=chats)
+    async with running_bridge(opts) as chat:
+        await chat.say("do it slowly")
+        await chat.shown("🔧 bash")
+        await chat.say("PURPLE instead")
+        await chat.press(choice, contains="The agent is busy")
+        await chat.shown(outcome)
+        await chat.shown("Purple it is.")
+        await chat.idle()
+        assert requests_with(fake_llm, "PURPLE") == 1
+        assert chat.all_text().count("✅ done") == 1, chat.all_text()  # one run
+        # The message waited for the choice, then reached the run and ended with it.
+        marks = chat.adapter.reactions
+        (asked, purple) = dict.fromkeys(m for m, _ in marks)
+        assert marks == [
+            (asked, "working"),
+            (purple, "working"),
+            (asked, "done"),
+            (purple, "done"),
+        ]
+
+
 async def test_a_double_chevron_message_is_a_follow_up_after_the_run(
     version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
