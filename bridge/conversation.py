@@ -111,6 +111,14 @@ class _Ask:
     message_id: str | None  # the user's message, marked once it goes in
 
 
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A message held during a compaction, sent on once it is over."""
+
+    intent: Steer | FollowUp
+    message_id: str | None
+
+
 class Conversation:
     def __init__(self, key: str, chat: ChatRef, first_sender: Sender, services: Services) -> None:
         self.key = key
@@ -127,14 +135,14 @@ class Conversation:
         self.agent: AgentClient | None = None
         self.spawning = False
         self.last_active = services.clock()
-        send, receive = anyio.create_memory_object_stream[Inbound | Steer | FollowUp](
+        send, receive = anyio.create_memory_object_stream[Inbound | _Held](
             services.options.inbox_size
         )
         self._inbox_send, self._inbox = send, receive
         self._tg: TaskGroup | None = None
         self._agent_scope: anyio.CancelScope | None = None
         self._agent_done = anyio.Event()
-        self._held: list[Steer | FollowUp] = []
+        self._held: list[_Held] = []
         self._asks: dict[str, _Ask] = {}
         self.pickers: dict[str, tuple[str, str]] = {}  # token → (picker kind, value)
         self._deadlines: dict[str, float] = {}  # bridge-side dialog timeouts
@@ -209,9 +217,9 @@ class Conversation:
         intent = route(inbound, View(busy=True, prefixes=self.s.prefixes, bot_name=self.s.bot_name))
         return intent if isinstance(intent, Stop) else None
 
-    async def _take(self, item: Inbound | Steer | FollowUp) -> None:
-        if isinstance(item, Steer | FollowUp):
-            await self.carry_out(item, None)
+    async def _take(self, item: Inbound | _Held) -> None:
+        if isinstance(item, _Held):
+            await self._queue(item.intent, item.message_id)
             return
         arrived = self._arrived.pop(id(item), None)
         intent = route(item, self._view())
@@ -261,7 +269,7 @@ class Conversation:
             self._asks[pending] = _Ask(intent.text, intent.images, message_id)
             self._submit(self.renderer.ask_busy(pending, intent.text[:200]))
         elif isinstance(intent, Hold):
-            self._held.append(intent.then)
+            self._held.append(_Held(intent.then, message_id))
             self._submit(
                 self.renderer.notice(
                     "⏸ The agent is compacting its context; your message goes in when it is done."
@@ -564,13 +572,12 @@ class Conversation:
 
     def _release_held(self) -> None:
         held, self._held = self._held, []
-        for intent in held:
+        for item in held:
             try:
-                self._inbox_send.send_nowait(intent)
+                self._inbox_send.send_nowait(item)
             except anyio.WouldBlock:
-                self._submit(
-                    self.renderer.notice(f"⚠️ Could not deliver a held message: {intent.text[:80]}")
-                )
+                text = item.intent.text[:80]
+                self._submit(self.renderer.notice(f"⚠️ Could not deliver a held message: {text}"))
 
     async def _gone(self, event: AgentGone) -> None:
         for dialog in await self.s.store.dialogs_for(self.key):

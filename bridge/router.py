@@ -155,7 +155,7 @@ def _command(name: str, arg: str, images: tuple[Image, ...], view: View) -> Inte
     if name in _STOP_WORDS:
         return Stop()
     if name == "steer":
-        return _queued(Steer(arg, images), view) if view.busy else Prompt(arg, images)
+        return _queued(Steer(arg, images), view) if _engaged(view) else Prompt(arg, images)
     if name in ("later", "followup", "follow_up"):
         return _queued(FollowUp(arg, images), view)
     if name in CONTROL_COMMANDS:
@@ -166,7 +166,9 @@ def _command(name: str, arg: str, images: tuple[Image, ...], view: View) -> Inte
 
 def _message(text: str, images: tuple[Image, ...], view: View) -> Intent:
     if not view.busy:
-        return Prompt(text, images)
+        # After a run the agent may still compact: a prompt then would break that
+        # (pi 0.73.1 reports "compaction failed"), so it waits as a steer would.
+        return _queued(Steer(text, images), view) if view.compacting else Prompt(text, images)
     if view.policy == "ask":
         return AskBusy(text, images)
     if view.policy == "follow_up":
@@ -177,10 +179,18 @@ def _message(text: str, images: tuple[Image, ...], view: View) -> Intent:
 def _queued(intent: Steer | FollowUp, view: View) -> Intent:
     if not intent.text and not intent.images:
         return Ignore("nothing to send")
+    if view.compacting:
+        # Released when the compaction ends: into the run, or as the next prompt.
+        return Hold(intent)
     if not view.busy:
         # A follow-up to nothing is just the next prompt.
         return Prompt(intent.text, intent.images)
-    return Hold(intent) if view.compacting else intent
+    return intent
+
+
+def _engaged(view: View) -> bool:
+    """Running or compacting: a message now joins what the agent is doing."""
+    return view.busy or view.compacting
 
 
 def parse_command(

@@ -7,6 +7,7 @@ and what the model was sent, never on which internal function ran.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -38,6 +39,9 @@ def version(request: pytest.FixtureRequest) -> str:
 
     require_agent(request.param)
     return str(request.param)
+
+
+SUMMARY = "The user asked to remember KIWI and the agent noted it; nothing else is pending."
 
 
 def bridge_options(
@@ -99,6 +103,45 @@ async def test_asked_while_busy_the_users_choice_sends_the_message_into_the_run(
             (asked, "done"),
             (purple, "done"),
         ]
+
+
+async def test_a_message_sent_during_an_auto_compaction_is_held_then_goes_in(
+    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    from tests.conftest import require_agent
+    from tests.support.agents import DEFAULT_VERSION
+
+    # 0.73.1 compacts right after the run that crossed the threshold (0.87.1 waits for
+    # the next prompt, which then carries it out first: nothing to hold there).
+    version = DEFAULT_VERSION
+    require_agent(version)
+    # Compact after every run (any context over ~100 tokens), keeping almost nothing.
+    settings_file = agent_home.agent_dir / "settings.json"
+    settings = json.loads(settings_file.read_text("utf-8"))
+    settings["compaction"] = {"enabled": True, "reserveTokens": 127_900, "keepRecentTokens": 10}
+    settings_file.write_text(json.dumps(settings), "utf-8")
+    # First, so the summary request (which quotes the conversation) matches it: a slow
+    # summary keeps the agent compacting for a few seconds.
+    fake_llm.add("context checkpoint summary", Reply(text=SUMMARY, delay=0.3))
+    fake_llm.add("remember KIWI", Reply(text="Noted KIWI."))
+    fake_llm.add("PURPLE", Reply(text="Purple it is."))
+    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
+        await chat.say("remember KIWI")
+        await chat.shown("Noted KIWI.")
+        conversation = chat.bridge.supervisor.conversations[KEY]
+        await chat.until(
+            lambda: conversation.agent is not None and conversation.agent.state.compacting
+        )
+        await chat.say("PURPLE now")
+        await chat.shown("compacting its context; your message goes in when it is done")
+        await chat.shown("Purple it is.")
+        await chat.idle()
+    asked = [r.last_user_text for r in fake_llm.requests]
+    summary = next(i for i, text in enumerate(asked) if "checkpoint summary" in text)
+    purple = next(i for i, text in enumerate(asked) if "PURPLE now" in text)
+    assert summary < purple, "the held message went in before the compaction ended"
+    (held,) = [m for m, state in chat.adapter.reactions if state == "working"][1:]
+    assert (held, "done") in chat.adapter.reactions
 
 
 async def test_a_double_chevron_message_is_a_follow_up_after_the_run(

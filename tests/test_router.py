@@ -88,6 +88,27 @@ ROUTES: list[tuple[str, Inbound, View, Intent]] = [
         View(busy=True, compacting=True),
         Hold(FollowUp("more")),
     ),
+    # Compacting after the run: the message waits, then starts the next run.
+    ("compacting idle holds a message", msg("more"), View(compacting=True), Hold(Steer("more"))),
+    (
+        "compacting idle holds a steer command",
+        msg("/steer more"),
+        View(compacting=True),
+        Hold(Steer("more")),
+    ),
+    (
+        "compacting idle holds a follow-up",
+        msg(">> more"),
+        View(compacting=True),
+        Hold(FollowUp("more")),
+    ),
+    (
+        "compacting holds an ask-policy message without asking",
+        msg("more"),
+        View(compacting=True, policy="ask"),
+        Hold(Steer("more")),
+    ),
+    ("compacting idle still runs controls", msg("/new"), View(compacting=True), Control("new")),
     ("empty message ignored", msg("   "), IDLE, Ignore("empty message")),
     ("empty follow-up ignored", msg(">>"), BUSY, Ignore("nothing to send")),
     (
