@@ -582,6 +582,9 @@ class Conversation:
     async def _gone(self, event: AgentGone) -> None:
         for dialog in await self.s.store.dialogs_for(self.key):
             await self.s.store.take_dialog(dialog.request_id, self.key)
+        # Held for a compaction that will never end now: say so rather than lose them
+        # silently (sending them on could start the same failure again).
+        held, self._held = self._held, []
         if self._closing:
             return
         tail = event.stderr_tail.strip().splitlines()[-1:] if event.stderr_tail else []
@@ -592,6 +595,9 @@ class Conversation:
                 "Your session is kept; your next message resumes it."
             )
         )
+        for item in held:
+            quoted = item.intent.text[:80] or "a picture"
+            self._submit(self.renderer.notice(f"⚠️ Not sent, please send again: “{quoted}”"))
 
     async def _ticker(self, agent: AgentClient) -> None:
         while True:

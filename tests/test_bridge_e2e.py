@@ -105,6 +105,17 @@ async def test_asked_while_busy_the_users_choice_sends_the_message_into_the_run(
         ]
 
 
+def compact_after_every_run(agent_home: AgentHome, fake_llm: FakeLLM) -> None:
+    """Make the agent compact after every run (any context over ~100 tokens, keeping
+    almost nothing), slowly: its summary streams for a few seconds."""
+    settings_file = agent_home.agent_dir / "settings.json"
+    settings = json.loads(settings_file.read_text("utf-8"))
+    settings["compaction"] = {"enabled": True, "reserveTokens": 127_900, "keepRecentTokens": 10}
+    settings_file.write_text(json.dumps(settings), "utf-8")
+    # Added first, so the summary request (which quotes the conversation) matches it.
+    fake_llm.add("context checkpoint summary", Reply(text=SUMMARY, delay=0.3))
+
+
 async def test_a_message_sent_during_an_auto_compaction_is_held_then_goes_in(
     fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
@@ -115,14 +126,7 @@ async def test_a_message_sent_during_an_auto_compaction_is_held_then_goes_in(
     # the next prompt, which then carries it out first: nothing to hold there).
     version = DEFAULT_VERSION
     require_agent(version)
-    # Compact after every run (any context over ~100 tokens), keeping almost nothing.
-    settings_file = agent_home.agent_dir / "settings.json"
-    settings = json.loads(settings_file.read_text("utf-8"))
-    settings["compaction"] = {"enabled": True, "reserveTokens": 127_900, "keepRecentTokens": 10}
-    settings_file.write_text(json.dumps(settings), "utf-8")
-    # First, so the summary request (which quotes the conversation) matches it: a slow
-    # summary keeps the agent compacting for a few seconds.
-    fake_llm.add("context checkpoint summary", Reply(text=SUMMARY, delay=0.3))
+    compact_after_every_run(agent_home, fake_llm)
     fake_llm.add("remember KIWI", Reply(text="Noted KIWI."))
     fake_llm.add("PURPLE", Reply(text="Purple it is."))
     async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
@@ -142,6 +146,35 @@ async def test_a_message_sent_during_an_auto_compaction_is_held_then_goes_in(
     assert summary < purple, "the held message went in before the compaction ended"
     (held,) = [m for m, state in chat.adapter.reactions if state == "working"][1:]
     assert (held, "done") in chat.adapter.reactions
+
+
+async def test_a_message_held_for_a_compaction_the_agent_dies_in_is_reported_not_sent(
+    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    from tests.conftest import require_agent
+    from tests.support.agents import DEFAULT_VERSION
+
+    version = DEFAULT_VERSION  # compacts after the run: see the test above
+    require_agent(version)
+    compact_after_every_run(agent_home, fake_llm)
+    fake_llm.add("remember KIWI", Reply(text="Noted KIWI."))
+    fake_llm.add("what fruit", Reply(text="It was KIWI."))
+    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
+        await chat.say("remember KIWI")
+        await chat.shown("Noted KIWI.")
+        conversation = chat.bridge.supervisor.conversations[KEY]
+        agent = conversation.agent
+        assert agent is not None
+        await chat.until(lambda: agent.state.compacting)
+        await chat.say("PURPLE now")
+        await chat.shown("compacting its context; your message goes in when it is done")
+        os.killpg(agent.pid, signal.SIGKILL)
+        await chat.shown("The agent stopped")
+        await chat.shown("Not sent, please send again: “PURPLE now”")
+        await chat.say("what fruit did I say?")
+        await chat.shown("It was KIWI.")
+        await chat.idle()
+    assert requests_with(fake_llm, "PURPLE") == 0
 
 
 async def test_a_double_chevron_message_is_a_follow_up_after_the_run(
