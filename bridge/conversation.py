@@ -307,7 +307,7 @@ class Conversation:
         else:
             await agent.follow_up(intent.text, images)
         # Accepted: the message shows it reached the run, as a prompt's does.
-        self._submit(self.renderer.joined(message_id))
+        self._submit(self.renderer.joined(message_id, intent.text))
 
     async def _stop(self) -> None:
         agent = self.agent

@@ -24,6 +24,8 @@ from tests.support.fake_llm import Reply, ToolCall
 from tests.support.journeys import STEERED, UNSTEERED, requests_with, script_steerable_run
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from bridge.options import BridgeOptions
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
@@ -175,6 +177,47 @@ async def test_a_message_held_for_a_compaction_the_agent_dies_in_is_reported_not
         await chat.shown("It was KIWI.")
         await chat.idle()
     assert requests_with(fake_llm, "PURPLE") == 0
+
+
+async def test_after_a_stop_each_message_sent_during_the_run_is_answered_or_named_unsent(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    # What pi does with queued messages on abort depends on timing: a steer may be
+    # taken into its context first, dropped, or kept for the next run; follow-ups are
+    # kept. Whichever happened, after the next run nothing may be lost silently or stay
+    # marked as in the works.
+    fake_llm.add("long answer", Reply(text="word " * 300, delay=0.1))
+    fake_llm.add("LATER-GREEN", Reply(text="Green, as promised."))
+    fake_llm.add("STEER-RED", Reply(text="Red."))
+    fake_llm.add("next thing", Reply(text="Next thing done."))
+    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
+        await chat.say("a long answer please")
+        await chat.shown("word word word")
+        await chat.say(">> LATER-GREEN please")
+        await chat.say("STEER-RED please")
+        marks = chat.adapter.reactions
+        await chat.until(lambda: [s for _, s in marks].count("working") == 3)
+        (_, later, steer) = [m for m, state in marks if state == "working"]
+        await chat.say("/stop")
+        await chat.until(lambda: chat.find("⏹ stopped") is not None)
+        await chat.idle()
+        await chat.say("next thing")
+        # Its run answers whatever pi put last into it (the steer or follow-up it kept).
+        await chat.shown("✅ done")
+        await chat.idle()
+        await chat.until(lambda: all(final(marks, m) != "working" for m in (later, steer)))
+    history = " ".join(str(r.messages) for r in fake_llm.requests)
+    for message, text in ((steer, "STEER-RED please"), (later, "LATER-GREEN please")):
+        if text in history:
+            assert final(marks, message) == "done", (text, marks)
+            assert f"Not delivered to the agent: “{text}”" not in chat.all_text()
+        else:
+            assert final(marks, message) == "failed", (text, marks)
+            assert chat.find(f"Not delivered to the agent: “{text}”") is not None
+
+
+def final(marks: Sequence[tuple[str, str]], message: str) -> str:
+    return [state for m, state in marks if m == message][-1]
 
 
 async def test_a_double_chevron_message_is_a_follow_up_after_the_run(

@@ -32,9 +32,11 @@ from bridge.model import (
     Upload,
 )
 from bridge.render import BusyChoice, DialogChoice, Renderer, StopChoice
-from bridge.rpc.content import AssistantMessage, ToolResult, text_of
+from bridge.render.riders import Riders
+from bridge.rpc.content import AssistantMessage, ToolResult, UserMessage, text_of
 from bridge.rpc.decode import MalformedRecord, decode_record
 from bridge.rpc.events import (
+    AgentStart,
     AutoRetryStart,
     MessageEnd,
     Response,
@@ -1126,46 +1128,120 @@ def test_the_users_message_is_marked_working_then_how_its_run_ended(
     assert reactions(ops) == expected
 
 
+def user(text: str) -> AgentEvent:
+    """The agent taking a user message into its context (a prompt, steer or follow-up)."""
+    return event(type="message_start", message={"role": "user", "content": text})
+
+
 @pytest.mark.parametrize(
     ("events", "overtime", "final"), [r[1:] for r in REACTIONS], ids=[r[0] for r in REACTIONS]
 )
-def test_messages_steered_into_a_run_are_marked_as_the_run_ends(
+def test_messages_the_agent_took_into_a_run_are_marked_as_the_run_ends(
     events: list[AgentEvent], overtime: bool, final: str | None
 ) -> None:
     session = Session()
     ops = session.do(session.renderer.working_on("m1"))
-    ops += session.do(session.renderer.joined("s1"))  # steered before the run had started
+    ops += session.do(session.renderer.joined("s1", "one"))  # before the run had started
+    loop = any(isinstance(item, AgentStart) for item in events)
     for item in events:
         ops += session.feed(item)
         if isinstance(item, RunStarted):
             if overtime:
                 session.renderer.overtime()
-            ops += session.do(session.renderer.joined("s2"))
+            ops += session.do(session.renderer.joined("s2", "two"))
+        if isinstance(item, AgentStart):
+            ops += session.feed(user("one"), user("two"))  # the agent had both
     marked: dict[str, list[str]] = {}
     for message, state in reactions(ops):
         marked.setdefault(message, []).append(state)
     started = any(isinstance(item, RunStarted) for item in events)
-    joined = ["m1", "s1", "s2"] if started else ["m1", "s1"]
-    assert marked == {m: ["working", final] if final else ["working"] for m in joined}
+    expected = {"m1": ["working", final] if final else ["working"]}
+    # Without an agent loop (an extension command) nothing took them: they ride on,
+    # unless the agent is gone.
+    gone = any(isinstance(item, AgentGone) for item in events)
+    for rider in ("s1", "s2") if started else ("s1",):
+        expected[rider] = ["working", final] if final and (loop or gone) else ["working"]
+    assert marked == expected
 
 
-def test_a_steered_message_is_not_marked_again_by_the_next_run() -> None:
+def stopped_run(session: Session, *riders: tuple[str, str], follow_ups: list[str]) -> list[Op]:
+    """A run that `riders` joined, stopped while the agent's follow-up queue held
+    `follow_ups` (and nothing took the riders in)."""
+    ops = session.feed(RunStarted(), event(type="agent_start"), start())
+    for message_id, text in riders:
+        ops += session.do(session.renderer.joined(message_id, text))
+    ops += session.feed(event(type="queue_update", steering=[], followUp=follow_ups))
+    ops += session.feed(end("", stop="aborted", error="aborted"))
+    return ops + session.feed(event(type="agent_end", messages=[]), RunEnded())
+
+
+def test_messages_a_stopped_run_never_took_ride_on_and_are_named_after_a_second_miss() -> None:
     session = Session()
     ops = session.do(session.renderer.working_on("m1"))
-    ops += session.feed(RunStarted())
-    ops += session.do(session.renderer.joined("s1"))
-    ops += session.do(session.renderer.joined(None))  # no message id: nothing to mark
-    ops += session.feed(*_closed(end("first"))[1:])
-    ops += session.do(session.renderer.working_on("m2"))
-    ops += session.feed(*_closed(end("second")))
+    ops += stopped_run(session, ("s1", "  STEER  "), ("f1", "LATER"), follow_ups=["LATER"])
+    ops += session.do(session.renderer.joined(None, "no id"))  # nothing to mark
+    # A stop is the user's choice; the others may still be taken in by the next run.
     assert reactions(ops) == [
         ("m1", "working"),
         ("s1", "working"),
+        ("f1", "working"),
         ("m1", "done"),
-        ("s1", "done"),
-        ("m2", "working"),
-        ("m2", "done"),
     ]
+    assert session.chat.slots("notice:") == []
+    # The next run takes the follow-up in, not the steer: that one is given up now.
+    ops = session.do(session.renderer.working_on("m2"))
+    ops += session.feed(RunStarted(), user("next"), user("LATER"))
+    ops += session.feed(event(type="queue_update", steering=[], followUp=[]))
+    ops += session.feed(*_closed(end("both done"))[1:])
+    assert reactions(ops) == [("m2", "working"), ("m2", "done"), ("s1", "failed"), ("f1", "done")]
+    notices = [session.chat.text(slot) for slot in session.chat.slots("notice:")]
+    assert notices == ["⚠️ Not delivered to the agent: “STEER”"]
+
+
+def test_a_steer_the_agent_kept_past_a_stop_is_marked_by_the_run_that_took_it() -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on("m1"))
+    ops += stopped_run(session, ("s1", "STEER"), follow_ups=[])
+    ops += session.do(session.renderer.working_on("m2"))
+    ops += session.feed(RunStarted(), user("next"), user("STEER"), *_closed(end("ok"))[1:])
+    assert reactions(ops)[-2:] == [("m2", "done"), ("s1", "done")]
+    assert session.chat.slots("notice:") == []
+
+
+def test_a_follow_up_still_queued_is_never_given_up_while_the_agent_holds_it() -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on("m1"))
+    ops += stopped_run(session, ("f1", "LATER"), follow_ups=["LATER"])
+    ops += stopped_run(session, follow_ups=["LATER"])
+    ops += stopped_run(session, follow_ups=["LATER"])
+    assert ("f1", "failed") not in reactions(ops)
+
+
+def test_a_rider_is_heard_once_in_order_and_in_any_content_shape() -> None:
+    riders = Riders()
+    riders.join("a", "same")
+    riders.join("b", "same")
+    riders.join("c", "pic")
+    image = {"type": "image", "data": "", "mimeType": "image/png"}
+    blocks = [image, {"type": "text", "text": "pic"}]
+    riders.heard(UserMessage.model_validate({"role": "user", "content": "same"}))
+    riders.heard(UserMessage.model_validate({"role": "user", "content": blocks}))
+    marks, lost = riders.end("done")
+    assert (reactions(marks), lost) == ([("a", "done"), ("c", "done")], [])
+    marks, lost = riders.end("done")  # the second run without it
+    assert (reactions(marks), lost) == ([("b", "failed")], ["same"])
+    assert riders.fail_all() == []
+
+
+def test_a_dead_agent_fails_every_rider_delivered_or_kept() -> None:
+    session = Session()
+    ops = session.do(session.renderer.working_on("m1"))
+    ops += session.feed(RunStarted(), event(type="agent_start"), user("go"))
+    ops += session.do(session.renderer.joined("s1", "heard"))
+    ops += session.do(session.renderer.joined("f1", "queued"))
+    ops += session.feed(user("heard"), event(type="queue_update", followUp=["queued"]))
+    ops += session.feed(AgentGone(137, ""))
+    assert sorted(reactions(ops)[3:]) == [("f1", "failed"), ("m1", "failed"), ("s1", "failed")]
 
 
 def test_only_the_run_a_message_started_marks_it() -> None:

@@ -30,6 +30,7 @@ from bridge.model import ConversationSettings, React
 from bridge.render.choices import TokenBook
 from bridge.render.dialogs import Questions
 from bridge.render.notices import Notices
+from bridge.render.riders import Riders
 from bridge.render.status import Board, RunStatus
 from bridge.render.text import AssistantText
 from bridge.render.textbits import clip
@@ -38,12 +39,12 @@ from bridge.render.views import Context
 from bridge.rpc import events as ev
 from bridge.rpc import signals as sig
 from bridge.rpc import ui
-from bridge.rpc.content import AssistantMessage
+from bridge.rpc.content import AssistantMessage, UserMessage
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Formatter, Op, PlatformLimits, ReactionState
+    from bridge.model import Formatter, Op, PlatformLimits
     from bridge.render.choices import Choice, DialogChoice
     from bridge.rpc.client import AgentEvent
 
@@ -86,7 +87,7 @@ class Renderer:
         self._text: AssistantText | None = None
         self._loose_scope: str | None = None  # compact tool list outside any run
         self._reacting: str | None = None  # the user's message of a prompt not yet running
-        self._riders: list[str] = []  # the user's messages steered or queued into the run
+        self._riders = Riders()  # the user's messages steered or queued into the run
         self._now = 0.0
         self._handlers: dict[type, Callable[[Any, float], list[Op]]] = self._handler_table()
 
@@ -142,27 +143,24 @@ class Renderer:
 
     def working_on(self, message_id: str | None) -> list[Op]:
         """A prompt from the user's message `message_id` is being sent to the agent."""
-        ops = self.not_started()
+        ops = self._prompt_failed()
         self._reacting = message_id
         return ops + ([React(message_id, "working")] if message_id else [])
 
     def not_started(self) -> list[Op]:
         """The prompt of `working_on` failed before its run started."""
+        ops = self._prompt_failed()
+        return ops + (self._riders.fail_all() if self._run is None else [])
+
+    def _prompt_failed(self) -> list[Op]:
         message, self._reacting = self._reacting, None
-        ops = [React(message, "failed")] if message else []
-        return ops + (self._riders_end("failed") if self._run is None else [])
+        return [React(message, "failed")] if message else []
 
-    def joined(self, message_id: str | None) -> list[Op]:
-        """The user's message `message_id` went into the live run as a steer or a
-        follow-up: it shows it is being worked on, and how the run ended once it has."""
-        if message_id is None:
-            return []
-        self._riders.append(message_id)
-        return [React(message_id, "working")]
-
-    def _riders_end(self, state: ReactionState) -> list[Op]:
-        riders, self._riders = self._riders, []
-        return [React(message, state) for message in riders]
+    def joined(self, message_id: str | None, text: str) -> list[Op]:
+        """The user's message `message_id` (`text`) went into the live run as a steer or
+        a follow-up: it shows it is being worked on, and how the run ended once the
+        agent has had it (see riders.py)."""
+        return self._riders.join(message_id, text) if message_id is not None else []
 
     def overtime(self) -> None:
         """The bridge aborts the run for running too long: it ends as failed."""
@@ -179,7 +177,7 @@ class Renderer:
             self._forget_run(run)
             ops += run.interrupted(now, reason)
             ops += [React(run.message, "failed")] if run.message else []
-            ops += self._riders_end("failed")
+            ops += self._riders.fail_all()
         elif self._cut is not None:
             ops += self._cut.interrupted(now, reason)
         self._cut = None
@@ -244,7 +242,11 @@ class Renderer:
         self._forget_run(run)
         if run.message:
             ops.append(React(run.message, run.reaction()))
-        ops += self._riders_end(run.reaction())
+        marks, lost = self._riders.end(run.reaction())
+        ops += marks
+        for text in lost:
+            quoted = clip(text, 200) or "a picture"
+            ops += self._notices.notice(f"⚠️ Not delivered to the agent: “{quoted}”")
         if not run.loop_seen:
             return ops + run.slot.remove()  # nothing ran: the command's answer says it all
         if run.loop_open:
@@ -293,6 +295,8 @@ class Renderer:
         return text.finish(None, now) if text is not None else []
 
     def _message_start(self, event: ev.MessageStart, now: float) -> list[Op]:
+        if isinstance(event.message, UserMessage):
+            self._riders.heard(event.message)
         if not isinstance(event.message, AssistantMessage):
             return []
         ops = self._finish_text(now)
@@ -350,6 +354,7 @@ class Renderer:
 
     def _queue(self, event: ev.QueueUpdate, now: float) -> list[Op]:
         self._board.steering, self._board.follow_ups = len(event.steering), len(event.followUp)
+        self._riders.queued(event.followUp)
         return self._touch(now)
 
     def _compaction_start(self, event: ev.CompactionStart, now: float) -> list[Op]:
