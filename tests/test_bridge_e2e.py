@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from bridge.options import BridgeOptions
+    from bridge.rpc import AgentClient
     from tests.support.agents import AgentHome
+    from tests.support.bridge_harness import BridgeHarness
     from tests.support.fake_llm import FakeLLM
 
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
@@ -107,39 +109,44 @@ async def test_asked_while_busy_the_users_choice_sends_the_message_into_the_run(
         ]
 
 
-def compact_after_every_run(agent_home: AgentHome, fake_llm: FakeLLM) -> None:
-    """Make the agent compact after every run (any context over ~100 tokens, keeping
-    almost nothing), slowly: its summary streams for a few seconds."""
+@pytest.fixture
+def compacting(agent_home: AgentHome, fake_llm: FakeLLM) -> str:
+    """The agent version, set to compact after every run (any context over ~100 tokens,
+    keeping almost nothing), slowly: its summary streams for a few seconds. 0.73.1
+    compacts right after the run that crossed the threshold (0.87.1 waits for the next
+    prompt, which then carries it out first: nothing to hold there)."""
+    from tests.conftest import require_agent
+    from tests.support.agents import DEFAULT_VERSION
+
+    require_agent(DEFAULT_VERSION)
     settings_file = agent_home.agent_dir / "settings.json"
     settings = json.loads(settings_file.read_text("utf-8"))
     settings["compaction"] = {"enabled": True, "reserveTokens": 127_900, "keepRecentTokens": 10}
     settings_file.write_text(json.dumps(settings), "utf-8")
     # Added first, so the summary request (which quotes the conversation) matches it.
     fake_llm.add("context checkpoint summary", Reply(text=SUMMARY, delay=0.3))
+    fake_llm.add("remember KIWI", Reply(text="Noted KIWI."))
+    return DEFAULT_VERSION
+
+
+async def held_during_compaction(chat: BridgeHarness) -> AgentClient:
+    """A run, the compaction after it, and "PURPLE now" sent meanwhile and held."""
+    await chat.say("remember KIWI")
+    await chat.shown("Noted KIWI.")
+    agent = chat.bridge.supervisor.conversations[KEY].agent
+    assert agent is not None
+    await chat.until(lambda: agent.state.compacting)
+    await chat.say("PURPLE now")
+    await chat.shown("compacting its context; your message goes in when it is done")
+    return agent
 
 
 async def test_a_message_sent_during_an_auto_compaction_is_held_then_goes_in(
-    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+    compacting: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    from tests.conftest import require_agent
-    from tests.support.agents import DEFAULT_VERSION
-
-    # 0.73.1 compacts right after the run that crossed the threshold (0.87.1 waits for
-    # the next prompt, which then carries it out first: nothing to hold there).
-    version = DEFAULT_VERSION
-    require_agent(version)
-    compact_after_every_run(agent_home, fake_llm)
-    fake_llm.add("remember KIWI", Reply(text="Noted KIWI."))
     fake_llm.add("PURPLE", Reply(text="Purple it is."))
-    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
-        await chat.say("remember KIWI")
-        await chat.shown("Noted KIWI.")
-        conversation = chat.bridge.supervisor.conversations[KEY]
-        await chat.until(
-            lambda: conversation.agent is not None and conversation.agent.state.compacting
-        )
-        await chat.say("PURPLE now")
-        await chat.shown("compacting its context; your message goes in when it is done")
+    async with running_bridge(bridge_options(agent_home, compacting, tmp_path)) as chat:
+        await held_during_compaction(chat)
         await chat.shown("Purple it is.")
         await chat.idle()
     asked = [r.last_user_text for r in fake_llm.requests]
@@ -151,25 +158,11 @@ async def test_a_message_sent_during_an_auto_compaction_is_held_then_goes_in(
 
 
 async def test_a_message_held_for_a_compaction_the_agent_dies_in_is_reported_not_sent(
-    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+    compacting: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
-    from tests.conftest import require_agent
-    from tests.support.agents import DEFAULT_VERSION
-
-    version = DEFAULT_VERSION  # compacts after the run: see the test above
-    require_agent(version)
-    compact_after_every_run(agent_home, fake_llm)
-    fake_llm.add("remember KIWI", Reply(text="Noted KIWI."))
     fake_llm.add("what fruit", Reply(text="It was KIWI."))
-    async with running_bridge(bridge_options(agent_home, version, tmp_path)) as chat:
-        await chat.say("remember KIWI")
-        await chat.shown("Noted KIWI.")
-        conversation = chat.bridge.supervisor.conversations[KEY]
-        agent = conversation.agent
-        assert agent is not None
-        await chat.until(lambda: agent.state.compacting)
-        await chat.say("PURPLE now")
-        await chat.shown("compacting its context; your message goes in when it is done")
+    async with running_bridge(bridge_options(agent_home, compacting, tmp_path)) as chat:
+        agent = await held_during_compaction(chat)
         os.killpg(agent.pid, signal.SIGKILL)
         await chat.shown("The agent stopped")
         await chat.shown("Not sent, please send again: “PURPLE now”")
