@@ -111,12 +111,13 @@ def _start(executable: str, argv: list[str]) -> int:
 def main(args: list[str]) -> int:
     bridge, executable, argv = int(args[0]), args[1], args[2:]
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    agent = 0
+    agent = 0  # its pid while it runs; 0 before and after (never signal pid 0: our group)
     ending = False
 
-    def kill_agent(_sig: int, _frame: object) -> None:
-        with contextlib.suppress(OSError):
-            os.kill(agent, signal.SIGKILL)
+    def signal_agent(sig: signal.Signals) -> None:
+        if agent > 0:
+            with contextlib.suppress(OSError):
+                os.kill(agent, sig)
 
     def arm(_sig: int, _frame: object) -> None:
         nonlocal ending
@@ -125,11 +126,10 @@ def main(args: list[str]) -> int:
             signal.setitimer(signal.ITIMER_REAL, KILL_AFTER)
 
     def bridge_died(sig: int, frame: object) -> None:
-        with contextlib.suppress(OSError):
-            os.kill(agent, signal.SIGTERM)
+        signal_agent(signal.SIGTERM)
         arm(sig, frame)
 
-    signal.signal(signal.SIGALRM, kill_agent)
+    signal.signal(signal.SIGALRM, lambda _sig, _frame: signal_agent(signal.SIGKILL))
     signal.signal(signal.SIGTERM, arm)
     signal.signal(signal.SIGHUP, arm)
     signal.signal(signal.SIGINT, arm)
@@ -142,6 +142,7 @@ def main(args: list[str]) -> int:
     for fd in (0, 1):
         os.close(fd)
     status = _wait_for(agent)
+    agent = 0  # reaped: its pid may be anyone's now
     signal.setitimer(signal.ITIMER_REAL, 0)
     sweep(time.monotonic() + SWEEP_TIME)
     return _exit_code(status)
