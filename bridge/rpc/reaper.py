@@ -3,8 +3,8 @@
 Run as a script (`python -I -S reaper.py BRIDGE_PID EXECUTABLE ARGV0 ARGS...`), standing
 between the bridge and one agent. pi runs each bash tool in a session of its own and
 ends those only from its SIGTERM handler; on stdin EOF it exits and leaves them running
-(docs/rpc.md, "Processes"). When the bridge is SIGKILLed both happen at once, EOF first,
-so a tool's `sleep` could outlive the bridge. Here:
+(docs/rpc.md, "Nothing the agent starts outlives it"). When the bridge is SIGKILLed
+both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. Here:
 
 - this process is the *child subreaper* of everything the agent starts, so whatever the
   agent leaves behind becomes our child and is killed when the agent has exited;
