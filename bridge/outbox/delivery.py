@@ -272,7 +272,7 @@ class Outbox:
                 await self._sleep(delay)
                 continue  # the head may have been merged or cancelled meanwhile
             limits = self._limits
-            routine = isinstance(head.op, Edit) and head.op.routine
+            routine = _routine(head.op)
             if routine and not self._edits.spare(limits.edit_rate, limits.edit_burst):
                 # No edit to spare: let the chat's other ops go first, or wait for one.
                 if not self._step_aside(lane, head):

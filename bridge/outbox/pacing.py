@@ -30,9 +30,7 @@ class Budget:
     async def take(self, rate: float, burst: int = 1) -> None:
         if rate <= 0:
             return
-        now = self._clock()
-        self._tokens = min(float(max(1, burst)), self._tokens + (now - self._at) * rate)
-        self._at = now
+        self._refill(rate, burst)
         self._tokens -= 1
         if self._tokens < 0:
             await self._sleep(-self._tokens / rate)
@@ -41,13 +39,16 @@ class Budget:
         """Take a token only if one is free now, nobody waiting on credit for it."""
         if rate <= 0:
             return True
-        now = self._clock()
-        self._tokens = min(float(max(1, burst)), self._tokens + (now - self._at) * rate)
-        self._at = now
+        self._refill(rate, burst)
         if self._tokens < 1:
             return False
         self._tokens -= 1
         return True
+
+    def _refill(self, rate: float, burst: int) -> None:
+        now = self._clock()
+        self._tokens = min(float(max(1, burst)), self._tokens + (now - self._at) * rate)
+        self._at = now
 
 
 def interval(rate: float) -> float:

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bridge.model import React
-from bridge.rpc.content import TextContent, UserMessage
+from bridge.rpc.content import text_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from bridge.model import Op, ReactionState
+    from bridge.rpc.content import UserMessage
 
 
 @dataclass(slots=True)
@@ -46,7 +47,7 @@ class Riders:
 
     def heard(self, message: UserMessage) -> None:
         """The agent put a user message into its context: the first rider it is."""
-        text = _text(message)
+        text = text_of(message.content).strip()
         for rider in self.riders:
             if not rider.delivered and rider.text == text:
                 rider.delivered = True
@@ -75,10 +76,3 @@ class Riders:
         """The agent is gone (or its prompt never started): none of them will run."""
         riders, self.riders = self.riders, []
         return [React(rider.message_id, "failed") for rider in riders]
-
-
-def _text(message: UserMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content.strip()
-    return "".join(b.text for b in content if isinstance(b, TextContent)).strip()
