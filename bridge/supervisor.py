@@ -12,8 +12,9 @@ without a drain leaves it so for good. `LiveRuns` therefore keeps a record in th
 store of each conversation's live status message, from the ops the outbox carries
 out, and on start edits the ones an earlier process left live to say it stopped
 (once: each record is dropped as its edit is queued) and marks the user's messages
-that the run was working on (its prompt, and any steered into it) failed. The agent's session is on
-disk, so the conversation itself resumes on its next message as after any restart.
+that the run was working on (its prompt, and any steered into it) failed. The
+agent's session is on disk, so the conversation itself resumes on its next message
+as after any restart.
 """
 
 from __future__ import annotations
