@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from bridge.model import BusyPolicy, ConversationSettings, Verbosity
 
@@ -17,7 +17,26 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
+SandboxMode = Literal["bwrap", "off"]
+
 KEY_PREFIXES = ("tg:", "slack:", "console")  # what a conversation key starts with
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """How agents are contained (docs/security.md, "The agent's sandbox").
+
+    `mode` "bwrap" runs each agent in bubblewrap: its own PID namespace, the system
+    read-only, only its conversation's workspace, session dir and private home
+    writable, the data dir otherwise hidden. "off" runs it as a plain child (the
+    bridge is still non-dumpable and a root agent still loses its capabilities).
+    """
+
+    mode: SandboxMode = "bwrap"
+    network: bool = True  # the agent needs its model's API
+    read_write: tuple[Path, ...] = ()  # extra paths the agent may write
+    read_only: tuple[Path, ...] = ()  # extra paths the agent may read (beyond the system)
+    hidden: tuple[Path, ...] = ()  # never mounted: the config file, a store outside the data dir
 
 
 @dataclass(frozen=True)
@@ -27,6 +46,7 @@ class AgentOptions:
     # `--session-dir`/`--session` flags; off for agents without them (legacy 0.13
     # would read the bare directory argument as a first message).
     session_flags: bool = True
+    sandbox: SandboxOptions = field(default_factory=lambda: SandboxOptions(mode="off"))
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,7 @@ class BridgeOptions:
     allowed_users: frozenset[str] | None = None  # None: anyone who can reach the bot
     approvers: frozenset[str] = frozenset()  # may answer any conversation's dialogs
     max_agents: int = 8
+    max_per_user: int = 4  # live agents one person's conversations may hold at once
     idle_timeout: float = 30 * 60  # an idle agent is stopped (its session resumes later)
     max_run_time: float = 2 * 60 * 60  # a run is aborted after this, then killed
     dialog_timeout: float = 30 * 60  # for dialogs that carry no timeout of their own
