@@ -29,6 +29,7 @@ import anyio
 from bridge.config import ConfigError, load_config
 from bridge.logs import setup_logging
 from bridge.metrics import Metrics, serve_metrics
+from bridge.sandbox import contain, make_undumpable, probe
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
@@ -69,6 +70,7 @@ async def serve(loaded: Loaded, *, console: bool, stdin: TextIO | None = None) -
     from bridge.store import open_store
 
     options = loaded.options
+    _contain_agents(options)
     store = await open_store(loaded.config.store, options.data_dir)
     metrics = Metrics()
     stopping = anyio.Event()
@@ -235,6 +237,31 @@ async def _slack(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio
     await run_slack(settings, bridge_for, store, stop=stopping, user_groups=groups)
 
 
+class SandboxUnavailable(Exception):
+    """`sandbox.mode` is bwrap, but bwrap cannot start a sandbox on this machine."""
+
+
+def _contain_agents(options: BridgeOptions) -> None:
+    """Before any agent starts: the bridge non-dumpable, and the sandbox able to start."""
+    if not make_undumpable():
+        log.warning(
+            "could not make the bridge non-dumpable: same-user processes may read its environment"
+        )
+    if options.agent.sandbox.mode == "off":
+        log.warning(
+            "agents run WITHOUT a sandbox (PI_BRIDGE_SANDBOX=off): they can read and write "
+            "everything this user can, the store included (docs/security.md)"
+        )
+        return
+    why = probe()
+    if why is not None:
+        raise SandboxUnavailable(
+            f"{why}. Agents run in a bubblewrap sandbox by default: install the bubblewrap "
+            "package (and allow user namespaces), or set PI_BRIDGE_SANDBOX=off to run them "
+            "unsandboxed"
+        )
+
+
 # --- check -------------------------------------------------------------------------------
 
 
@@ -243,6 +270,7 @@ async def check(loaded: Loaded, out: TextIO) -> int:
     source = str(loaded.source) if loaded.source else "defaults and environment"
     _say(out, True, f"config: valid ({source}); serving {', '.join(loaded.platforms) or 'console'}")
     checks: list[tuple[str, Callable[[], Awaitable[str]]]] = [
+        ("sandbox", lambda: _check_sandbox(loaded.options)),
         ("agent", lambda: _check_agent(loaded.options)),
         ("store", lambda: _check_store(loaded)),
     ]
@@ -276,12 +304,29 @@ def _one_line(exc: BaseException) -> str:
     return text[:300]
 
 
+async def _check_sandbox(options: BridgeOptions) -> str:
+    mode = options.agent.sandbox.mode
+    if mode == "off":
+        return "off: agents run unsandboxed (PI_BRIDGE_SANDBOX=off)"
+    why = await anyio.to_thread.run_sync(probe)
+    if why is not None:
+        raise SandboxUnavailable(f"{why}; agents cannot start (or set PI_BRIDGE_SANDBOX=off)")
+    network = "network on" if options.agent.sandbox.network else "network off"
+    return f"bwrap starts a sandbox ({network})"
+
+
 async def _check_agent(options: BridgeOptions) -> str:
     from bridge.rpc import AgentClient, AgentSpec
 
-    # A throwaway cwd: the agent may write there, and must not touch the data dir.
-    with tempfile.TemporaryDirectory(prefix="pi-bridge-check-") as workspace:
-        spec = AgentSpec(argv=options.agent.argv, cwd=Path(workspace), env=options.agent.env)
+    # A throwaway data dir: the agent may write there, and must not touch the real one.
+    # It starts as it will serve: in its sandbox, where the mode says so.
+    with tempfile.TemporaryDirectory(prefix="pi-bridge-check-") as scratch:
+        root = Path(scratch)
+        trial = dataclasses.replace(options, data_dir=root, chats={})
+        (root / "workspace").mkdir()
+        (root / "session").mkdir()
+        spec = AgentSpec(argv=options.agent.argv, cwd=root / "workspace", env=options.agent.env)
+        spec = contain(spec, trial, "check", root / "session")
         async with AgentClient(spec) as agent:
             state = await agent.get_state()
     model = state.get("model")

@@ -32,9 +32,17 @@ from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
 from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
 from adapters.telegram.settings import TelegramSettings
 from bridge.model import BusyPolicy, ConversationSettings, Verbosity
-from bridge.options import KEY_PREFIXES, AgentOptions, BridgeOptions, ChatOptions
+from bridge.options import (
+    KEY_PREFIXES,
+    AgentOptions,
+    BridgeOptions,
+    ChatOptions,
+    SandboxMode,
+    SandboxOptions,
+)
 from bridge.paths import default_agent_argv
 from bridge.rpc.env import SecretInAgentEnv, agent_environment
+from bridge.sandbox import default_mode
 from bridge.store.base import redact_url
 
 if TYPE_CHECKING:
@@ -61,6 +69,7 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "PI_BRIDGE_STORE": (("store",), "str"),
     "PI_BRIDGE_AGENT_COMMAND": (("agent", "command"), "str"),
     "PI_BRIDGE_AGENT_ENV": (("agent", "env"), "list"),
+    "PI_BRIDGE_SANDBOX": (("sandbox", "mode"), "str"),
     "TELEGRAM_BOT_TOKEN": (("telegram", "bot_token"), "str"),
     "TELEGRAM_API_BASE_URL": (("telegram", "api_base_url"), "str"),
     "TELEGRAM_FILE_BASE_URL": (("telegram", "file_base_url"), "str"),
@@ -143,6 +152,15 @@ class SlackSection(_Section):
     _urls = field_validator("api_base_url")(_http_url)
 
 
+class SandboxSection(_Section):
+    """How agents are contained (docs/security.md, "The agent's sandbox")."""
+
+    mode: SandboxMode = Field(default_factory=default_mode)
+    network: Literal["on", "off"] = "on"  # the agent needs its model's API
+    read_write: list[Path] = []  # extra paths every agent may write (a shared cache)
+    read_only: list[Path] = []  # extra paths it may read inside hidden trees or /tmp
+
+
 class LimitsSection(_Section):
     max_agents: int = Field(default=8, ge=1)
     idle_timeout: float = Field(default=30 * 60, gt=0)
@@ -215,6 +233,7 @@ class Config(BaseSettings):
     data_dir: Path = Path("data")
     store: str = "sqlite"
     agent: AgentSection = AgentSection()
+    sandbox: SandboxSection = SandboxSection()
     telegram: TelegramSection | None = None
     slack: SlackSection | None = None
     limits: LimitsSection = LimitsSection()
@@ -438,7 +457,10 @@ def _build(
     options = BridgeOptions(
         data_dir=data_dir.resolve(),
         agent=AgentOptions(
-            argv=tuple(argv), env=agent_env, session_flags=config.agent.session_flags
+            argv=tuple(argv),
+            env=agent_env,
+            session_flags=config.agent.session_flags,
+            sandbox=_sandbox(config, path, data_dir.resolve(), cwd),
         ),
         max_agents=limits.max_agents,
         idle_timeout=limits.idle_timeout,
@@ -451,6 +473,24 @@ def _build(
         chats=chats,
     )
     return Loaded(config, path, options, telegram, slack)
+
+
+def _sandbox(config: Config, path: Path | None, data_dir: Path, cwd: Path) -> SandboxOptions:
+    section = config.sandbox
+    # What no agent may see besides the data dir: this file, and a store kept elsewhere
+    # (with its journal files, which exist while the bridge has it open).
+    hidden = [path.resolve()] if path is not None else []
+    scheme, _, rest = config.store.partition("://")
+    if scheme.lower() == "sqlite" and rest:
+        store = Path(rest).resolve()
+        hidden += [store, *(store.with_name(store.name + s) for s in ("-wal", "-shm", "-journal"))]
+    return SandboxOptions(
+        mode=section.mode,
+        network=section.network == "on",
+        read_write=tuple((cwd / p).resolve() for p in section.read_write),
+        read_only=tuple((cwd / p).resolve() for p in section.read_only),
+        hidden=tuple(p for p in hidden if not p.is_relative_to(data_dir)),
+    )
 
 
 def _telegram(section: TelegramSection | None, problems: list[str]) -> TelegramSettings | None:

@@ -54,6 +54,7 @@ from bridge.rpc.content import ImageContent
 from bridge.rpc.events import CompactionEnd, LegacyCompaction
 from bridge.rpc.signals import DialogExpired
 from bridge.rpc.ui import DIALOG_METHODS
+from bridge.sandbox import contain
 from bridge.stats import Stats
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord
 
@@ -477,8 +478,10 @@ class Conversation:
         chat = options.chat(self.key)
         workspace = chat.workspace if chat and chat.workspace else Path(record.workspace)
         workspace.mkdir(parents=True, exist_ok=True)
-        Path(record.session_dir).mkdir(parents=True, exist_ok=True)
-        return AgentSpec(argv=argv, cwd=workspace, env=dict(options.agent.env))
+        session_dir = Path(record.session_dir)
+        session_dir.mkdir(parents=True, exist_ok=True)
+        spec = AgentSpec(argv=argv, cwd=workspace, env=dict(options.agent.env))
+        return contain(spec, options, self.key, session_dir)
 
     async def _agent_task(self, *, task_status: TaskStatus[AgentClient]) -> None:
         self._closing = False

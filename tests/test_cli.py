@@ -142,8 +142,9 @@ async def test_check_passes_with_the_real_agent(
     done = await run_cli(tmp_path, cli_env(tmp_path, agent_home), "check")
     lines = done.stdout.decode().splitlines()
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
-    assert [line.split(":")[0] for line in lines] == ["✓ config", "✓ agent", "✓ store"]
-    assert "get_state" in lines[1]
+    names = [line.split(":")[0] for line in lines]
+    assert names == ["✓ config", "✓ sandbox", "✓ agent", "✓ store"]
+    assert "get_state" in lines[2]
 
 
 async def test_check_reports_a_missing_agent(tmp_path: Path) -> None:

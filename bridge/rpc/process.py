@@ -8,6 +8,12 @@ pi puts each bash tool in a session of its own, out of that group's reach. So on
 the agent runs under a small keeper (`reaper.py`) that kills whatever the agent leaves
 behind when it exits, and ends the agent when the bridge dies without ending it
 (SIGKILL, OOM).
+
+With a `Sandbox` the keeper starts bwrap, which starts the agent in its own namespaces
+(`sandbox.py`): keeper → bwrap → agent. The keeper stays outside, where the agent
+cannot see it (its argv names the bridge's pid); when bwrap's PID namespace ends, the
+kernel ends everything the agent left in it. Without one the keeper drops the agent's
+capabilities itself (`--no-caps`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.rpc.errors import AgentStartError
+from bridge.rpc.sandbox import Sandbox, bwrap_argv
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -49,11 +56,13 @@ _REAPER = Path(__file__).with_name("reaper.py")
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """How to start one agent: argv, working directory and the full environment."""
+    """How to start one agent: argv, working directory, the full environment, and the
+    sandbox it runs in (None: a plain child process)."""
 
     argv: Sequence[str]
     cwd: Path
     env: Mapping[str, str] = field(default_factory=dict)
+    sandbox: Sandbox | None = None
 
 
 async def spawn(spec: AgentSpec) -> Process:
@@ -74,10 +83,17 @@ async def spawn(spec: AgentSpec) -> Process:
 
 
 def _command(spec: AgentSpec) -> list[str]:
-    if sys.platform != "linux" or not sys.executable:
-        return list(spec.argv)
     found = _executable(spec)
-    return [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), found, *spec.argv]
+    if spec.sandbox is not None:
+        # Inside, argv[0] is exec'd as named: the path found here is the same path there.
+        command = bwrap_argv(spec.sandbox, spec.cwd, [found, *spec.argv[1:]])
+        found, keeper_flags = command[0], []
+    else:
+        command, keeper_flags = list(spec.argv), ["--no-caps"]
+    if sys.platform != "linux" or not sys.executable:
+        return command
+    keeper = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), *keeper_flags]
+    return [*keeper, found, *command]
 
 
 def _executable(spec: AgentSpec) -> str:

@@ -1,6 +1,6 @@
 """The agent's keeper on Linux: starts the agent and, when it ends, ends what it left.
 
-Run as a script (`python -I -S reaper.py BRIDGE_PID EXECUTABLE ARGV0 ARGS...`), standing
+Run as a script (`python -I -S reaper.py BRIDGE_PID [--no-caps] EXECUTABLE ARGV0 ARGS...`), standing
 between the bridge and one agent. pi runs each bash tool in a session of its own and
 ends those only from its SIGTERM handler; on stdin EOF it exits and leaves them running
 (docs/rpc.md, "Nothing the agent starts outlives it"). When the bridge is SIGKILLed
@@ -13,7 +13,11 @@ both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. He
 - a SIGTERM to the process group (the bridge's stepwise close) reaches the agent
   directly; here it only arms the same SIGKILL deadline;
 - the agent gets SIGTERM if this process dies first;
-- the exit status is the agent's (a signal death is repeated on ourselves).
+- the exit status is the agent's (a signal death is repeated on ourselves);
+- with `--no-caps` (an agent started without the sandbox, which drops them itself) the
+  agent starts with no_new_privs and an empty capability bounding set, so an agent of
+  a root bridge gets no capability on exec: without CAP_SYS_PTRACE it cannot read the
+  non-dumpable bridge's `/proc/<pid>/environ` (docs/security.md).
 
 Standard library only, and nothing imported from the bridge: it runs isolated (`-I -S`).
 """
@@ -27,20 +31,33 @@ import sys
 import time
 
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+LAST_CAP = 63  # the kernel answers EINVAL past its own last capability
 BRIDGE_DIED = signal.SIGUSR1
 # Below the bridge's own SIGTERM wait (3 s) so the sweep ends before its group SIGKILL.
 KILL_AFTER = 2.0
 SWEEP_TIME = 2.0
 
 
-def _prctl(option: int, value: int) -> None:
+def _prctl(option: int, value: int) -> int:
     # Best effort, even without ctypes (a minimal Python): the agent must start anyway,
     # and stdin EOF still ends pi; only its tools might then stay.
     with contextlib.suppress(ImportError, OSError, AttributeError):
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+        return int(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0))
+    return -1
+
+
+def drop_privileges() -> None:
+    """no_new_privs, and every capability out of the bounding set: for uid 0 an exec
+    grants the bounding set, so emptying it is what leaves a root agent without any.
+    Dropping needs CAP_SETPCAP; a non-root bridge has nothing to drop anyway."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    for cap in range(LAST_CAP + 1):
+        _prctl(PR_CAPBSET_DROP, cap)
 
 
 def parent_of(stat: str) -> int:
@@ -91,7 +108,7 @@ def sweep(deadline: float) -> None:
         time.sleep(0.02)
 
 
-def _start(executable: str, argv: list[str]) -> int:
+def _start(executable: str, argv: list[str], no_caps: bool) -> int:
     keeper = os.getpid()
     pid = os.fork()
     if pid:
@@ -102,6 +119,8 @@ def _start(executable: str, argv: list[str]) -> int:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != keeper:  # we died before the signal was set
             os._exit(143)
+        if no_caps:
+            drop_privileges()
         os.execv(executable, argv)
     except BaseException as exc:  # the child must never return into our loop
         print(f"cannot start {executable}: {exc}", file=sys.stderr)
@@ -109,7 +128,11 @@ def _start(executable: str, argv: list[str]) -> int:
 
 
 def main(args: list[str]) -> int:
-    bridge, executable, argv = int(args[0]), args[1], args[2:]
+    bridge, rest = int(args[0]), args[1:]
+    no_caps = bool(rest) and rest[0] == "--no-caps"
+    if no_caps:
+        rest = rest[1:]
+    executable, argv = rest[0], rest[1:]
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     agent = 0  # its pid while it runs; 0 before and after (never signal pid 0: our group)
     ending = False
@@ -137,7 +160,7 @@ def main(args: list[str]) -> int:
     _prctl(PR_SET_PDEATHSIG, BRIDGE_DIED)
     if os.getppid() != bridge:  # the bridge died before the signal was set
         return 143
-    agent = _start(executable, argv)
+    agent = _start(executable, argv, no_caps)
     # The agent alone talks to the bridge: our copies would hide its EOF on stdout.
     for fd in (0, 1):
         os.close(fd)

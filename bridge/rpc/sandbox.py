@@ -1,0 +1,102 @@
+"""The bubblewrap command line that contains one agent (docs/security.md, "The agent's sandbox").
+
+Pure: a `Sandbox` (what the agent may write, read, and must not see) in, a `bwrap`
+argv out; nothing here touches the file system except `Path.is_dir` to tell a hidden
+directory from a hidden file. The mounts it asks for, in order:
+
+- the whole system read-only (`--ro-bind / /`): the operator's agent command may name
+  files anywhere (the agent, an extension given with `-e`, a CA bundle) and must keep
+  working unchanged;
+- a fresh `/dev`, a `/proc` of the agent's own PID namespace (the bridge, its keeper and
+  other conversations' agents are not in it, so their `/proc/<pid>/environ` cannot even
+  be named), and a private `/tmp`;
+- then, shallowest path first so that a deeper mount lands on top of a shallower one:
+  the hidden paths covered (an empty tmpfs over a directory, `/dev/null` over a file),
+  the writable ones bound read-write, the readable ones bound read-only. A workspace
+  that contains the data dir therefore still has the data dir hidden, and the
+  conversation's own session dir inside the hidden data dir is bound back on top.
+
+Every namespace is new (`--unshare-all`), the network is shared unless switched off (the
+agent needs its model's API), capabilities are dropped (a root agent keeps uid 0 but
+gets no capability back on exec: bwrap also sets no_new_privs), and the sandbox dies
+with its parent, the keeper. No `--new-session`: the agent must stay in the process
+group the bridge signals as a whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+# The mount kinds, in the order they are applied at equal depth: a path both hidden and
+# writable (a workspace configured *as* the data dir) ends up writable.
+_HIDE, _WRITE, _READ = 0, 1, 2
+TMP = PurePath("/tmp")  # the sandbox's own private /tmp
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A read-only bind of `source` at `target` inside the sandbox."""
+
+    source: Path
+    target: Path
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """What one agent may see. All paths absolute and resolved."""
+
+    bwrap: str  # the bwrap executable
+    writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()  # inside hidden trees or /tmp: bound back read-only
+    hidden: tuple[Path, ...] = ()
+    binds: tuple[Bind, ...] = ()  # read-only binds elsewhere (the operator's extensions)
+    network: bool = True
+
+
+Kind = int  # _HIDE, _WRITE or _READ
+
+
+def bwrap_argv(sandbox: Sandbox, cwd: Path, command: list[str]) -> list[str]:
+    """The whole argv: bwrap, its options, `--`, then the agent's command."""
+    argv = [sandbox.bwrap, "--unshare-all"]
+    if sandbox.network:
+        argv.append("--share-net")
+    argv += ["--die-with-parent", "--cap-drop", "ALL"]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(TMP)]
+    for kind, source, target in _mounts(sandbox, command):
+        argv += _mount(kind, source, target)
+    return [*argv, "--chdir", str(cwd), "--", *command]
+
+
+def _mounts(sandbox: Sandbox, command: list[str]) -> list[tuple[Kind, Path, Path]]:
+    mounts: list[tuple[Kind, Path, Path]] = [(_HIDE, p, p) for p in sandbox.hidden]
+    mounts += [(_WRITE, p, p) for p in sandbox.writable]
+    mounts += [(_READ, p, p) for p in (*sandbox.readable, *_under_tmp(command))]
+    mounts += [(_READ, b.source, b.target) for b in sandbox.binds]
+    unique = dict.fromkeys(mounts)  # a path named twice is mounted once
+    return sorted(unique, key=lambda m: (len(m[2].parts), m[0], str(m[2])))
+
+
+def _under_tmp(command: list[str]) -> list[Path]:
+    """What the command names under /tmp, which the private /tmp would hide: the whole
+    top-level folder it lies in, read-only (an agent installed in /tmp/x runs files
+    beside the one named)."""
+    found = []
+    for arg in command:
+        path = PurePath(arg.partition("=")[2] if arg.startswith("-") else arg)
+        if path.is_absolute() and path.is_relative_to(TMP) and len(path.parts) > 2:
+            found.append(Path(*path.parts[:3]))
+    return found
+
+
+def _mount(kind: Kind, source: Path, target: Path) -> list[str]:
+    if kind == _WRITE:
+        return ["--bind", str(source), str(target)]
+    if kind == _READ:
+        return ["--ro-bind-try", str(source), str(target)]
+    if source.is_dir():
+        return ["--tmpfs", str(target)]
+    if source.exists():
+        return ["--ro-bind", "/dev/null", str(target)]
+    return []  # nothing there to hide

@@ -1,0 +1,184 @@
+"""Each agent's sandbox, from the bridge's options, and the bridge's own hardening.
+
+An agent runs shell commands for everyone on the allowlist, so with `mode = "bwrap"`
+(the default on Linux) it sees (`bridge/rpc/sandbox.py` builds the command line):
+
+- writable: its conversation's workspace and session dir, its private home, and the
+  operator's `read_write` paths;
+- read-only: the rest of the system, the operator's `read_only` paths, and the
+  operator's agent config: top-level files (`models.json`, `settings.json`, …) are
+  copied into the private agent dir at every start, its folders (`extensions/`, …)
+  are bound read-only, so no conversation can plant an extension that runs in another;
+- nothing of: the data dir (the store, other conversations' workspaces, sessions and
+  homes), the configuration file, a store file outside the data dir, and other
+  conversations' configured workspaces;
+- no process but its own: the bridge and other agents live outside its PID namespace.
+
+`make_undumpable()` is the part that holds in every mode: a non-dumpable bridge's
+`/proc/<pid>/environ` (its tokens) cannot be read by a process of the same user, and
+the keeper starts an unsandboxed agent with no capabilities, so not by a root one
+either (`bridge/rpc/reaper.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bridge.options import SandboxMode, safe_name
+from bridge.rpc.errors import AgentStartError
+from bridge.rpc.sandbox import Bind, Sandbox
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from bridge.options import BridgeOptions
+    from bridge.rpc.process import AgentSpec
+
+log = logging.getLogger(__name__)
+
+PR_SET_DUMPABLE = 4
+PROBE_TIMEOUT = 10.0  # bwrap starts in ~10 ms; a hung probe means a broken setup
+# pi's config dir variables (the atomic fork has its own) and where each lives in HOME.
+AGENT_DIRS = {"PI_CODING_AGENT_DIR": ".pi/agent", "ATOMIC_CODING_AGENT_DIR": ".atomic/agent"}
+PRIVATE_ONLY = frozenset({"sessions"})  # the operator's own sessions stay out of sight
+
+
+def default_mode() -> SandboxMode:
+    """bwrap where bubblewrap exists (Linux); elsewhere there is nothing to run it with."""
+    return "bwrap" if sys.platform == "linux" else "off"
+
+
+def make_undumpable() -> bool:
+    """PR_SET_DUMPABLE 0 for this process: same-user processes can no longer read its
+    /proc/<pid>/environ, mem or fds. Linux only; False where it could not be set."""
+    if sys.platform != "linux":
+        return False
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def find_bwrap() -> str | None:
+    found = shutil.which("bwrap")
+    return os.path.abspath(found) if found else None
+
+
+def probe() -> str | None:
+    """None when bwrap can start a sandbox here; otherwise why not, for the operator."""
+    bwrap = find_bwrap()
+    if bwrap is None:
+        return "bwrap not found (install the bubblewrap package)"
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not run: {exc}"
+    if done.returncode != 0:
+        why = " ".join(done.stderr.split())[:300] or f"exit {done.returncode}"
+        return f"bwrap cannot create a sandbox here: {why}"
+    return None
+
+
+def home_of(options: BridgeOptions, key: str) -> Path:
+    """The agent's private HOME: kept across starts (its dotfiles, caches)."""
+    return options.data_dir / "homes" / safe_name(key)
+
+
+def config_of(options: BridgeOptions, key: str) -> Path:
+    """The agent's private config dirs: made anew from the operator's at every start."""
+    return options.data_dir / "agent-config" / safe_name(key)
+
+
+def contain(spec: AgentSpec, options: BridgeOptions, key: str, session_dir: Path) -> AgentSpec:
+    """`spec` as it runs in this conversation's sandbox (unchanged with mode "off")."""
+    policy = options.agent.sandbox
+    if policy.mode == "off":
+        return spec
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise AgentStartError("the sandbox needs bwrap (bubblewrap), which is not installed")
+    home, config = home_of(options, key).resolve(), config_of(options, key).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(spec.env, HOME=str(home), TMPDIR="/tmp")
+    binds = _agent_config(spec.env, config, env)
+    writable = _resolved((spec.cwd, session_dir, home, config, *policy.read_write))
+    hidden = _resolved((options.data_dir, *policy.hidden, *_others(options, key, spec.cwd)))
+    clash = sorted(str(p) for p in set(writable) & set(hidden))
+    if clash:
+        raise AgentStartError(f"refusing to give the agent write access to {', '.join(clash)}")
+    sandbox = Sandbox(
+        bwrap=bwrap,
+        writable=writable,
+        readable=_resolved(policy.read_only),
+        hidden=hidden,
+        binds=binds,
+        network=policy.network,
+    )
+    return replace(spec, cwd=spec.cwd.resolve(), env=env, sandbox=sandbox)
+
+
+def _resolved(paths: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(dict.fromkeys(p.resolve() for p in paths))
+
+
+def _others(options: BridgeOptions, key: str, workspace: Path) -> list[Path]:
+    """Other conversations' configured workspaces, unless ours lies inside one."""
+    mine = workspace.resolve()
+    own = options.chat(key)
+    found = []
+    for chat in options.chats.values():
+        if chat is own or chat.workspace is None:
+            continue
+        other = chat.workspace.resolve()
+        if not mine.is_relative_to(other):
+            found.append(other)
+    return found
+
+
+def _agent_config(
+    source_env: Mapping[str, str], config: Path, env: dict[str, str]
+) -> tuple[Bind, ...]:
+    """Point the agent's config dir variables at fresh private copies of the operator's.
+
+    Made anew at every start, in a folder the agent can write but the bridge never
+    follows links in: whatever the last run left there (a link to the store, say) is
+    removed, not written through. Files are copied (pi may rewrite settings.json),
+    folders bound read-only (extensions run code: no conversation may change them).
+    """
+    shutil.rmtree(config, ignore_errors=True)  # never follows links (fd-based on Linux)
+    binds: list[Bind] = []
+    operator_home = Path(source_env.get("HOME") or Path.home())
+    for name, inside in AGENT_DIRS.items():
+        configured = source_env.get(name)
+        if configured is None and name != "PI_CODING_AGENT_DIR":
+            continue  # only pi's own dir has a default place to copy from
+        source = Path(configured) if configured else operator_home / inside
+        private = config / name.lower()
+        private.mkdir(parents=True)
+        env[name] = str(private)
+        binds += _fill(source, private)
+    return tuple(binds)
+
+
+def _fill(source: Path, private: Path) -> list[Bind]:
+    binds = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in sorted(source.iterdir()):
+            if entry.name in PRIVATE_ONLY:
+                continue
+            if entry.is_dir():
+                binds.append(Bind(entry.resolve(), private / entry.name))
+            elif entry.is_file():
+                shutil.copyfile(entry, private / entry.name)
+    return binds
