@@ -121,7 +121,8 @@ def contain(spec: AgentSpec, options: BridgeOptions, key: str, session_dir: Path
         bwrap=bwrap,
         writable=writable,
         readable=_resolved(policy.read_only),
-        hidden=hidden,
+        hidden=tuple(p for p in hidden if p.is_dir()),
+        hidden_files=tuple(p for p in hidden if p.exists() and not p.is_dir()),
         binds=binds,
         network=policy.network,
     )

@@ -34,12 +34,14 @@ if ! (cd "$repo_root" && "$venv/bin/python" -m pip install -q --disable-pip-vers
 fi
 grep -v -E "^WARNING: Location '.*' is ignored" "$log" >&2 || true
 
-# Debian packages the tests use: a real redis-server for the redis store tests, and
-# docker-compose and systemd-analyze to validate the deploy files. Best effort:
-# without them the setup still succeeds and only those tests fail or skip, saying why.
+# Debian packages: bubblewrap, the agents' sandbox (the bridge refuses to start agents
+# without it unless PI_BRIDGE_SANDBOX=off); for the tests a real redis-server for the
+# redis store tests, and docker-compose and systemd-analyze to validate the deploy
+# files. Best effort: without them the setup still succeeds and the bridge or those
+# tests say what is missing.
 install_debian_packages() {
     local missing=() pair command package
-    for pair in redis-server:redis-server docker-compose:docker-compose systemd-analyze:systemd; do
+    for pair in bwrap:bubblewrap redis-server:redis-server docker-compose:docker-compose systemd-analyze:systemd; do
         command="${pair%%:*}" package="${pair#*:}"
         command -v "$command" >/dev/null 2>&1 || missing+=("$package")
     done

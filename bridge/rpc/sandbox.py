@@ -1,8 +1,7 @@
 """The bubblewrap command line that contains one agent (docs/security.md, "The agent's sandbox").
 
 Pure: a `Sandbox` (what the agent may write, read, and must not see) in, a `bwrap`
-argv out; nothing here touches the file system except `Path.is_dir` to tell a hidden
-directory from a hidden file. The mounts it asks for, in order:
+argv out; nothing here touches the file system. The mounts it asks for, in order:
 
 - the whole system read-only (`--ro-bind / /`): the operator's agent command may name
   files anywhere (the agent, an extension given with `-e`, a CA bundle) and must keep
@@ -12,7 +11,8 @@ directory from a hidden file. The mounts it asks for, in order:
   be named), and a private `/tmp`;
 - then, shallowest path first so that a deeper mount lands on top of a shallower one:
   the hidden paths covered (an empty tmpfs over a directory, `/dev/null` over a file),
-  the writable ones bound read-write, the readable ones bound read-only. A workspace
+  the writable ones bound read-write, the readable ones bound read-only; at the end
+  each covering tmpfs is made read-only, so nothing can be left there. A workspace
   that contains the data dir therefore still has the data dir hidden, and the
   conversation's own session dir inside the hidden data dir is bound back on top.
 
@@ -30,7 +30,7 @@ from pathlib import Path, PurePath
 
 # The mount kinds, in the order they are applied at equal depth: a path both hidden and
 # writable (a workspace configured *as* the data dir) ends up writable.
-_HIDE, _WRITE, _READ = 0, 1, 2
+_HIDE, _HIDE_FILE, _WRITE, _READ = 0, 1, 2, 3
 TMP = PurePath("/tmp")  # the sandbox's own private /tmp
 
 
@@ -49,12 +49,13 @@ class Sandbox:
     bwrap: str  # the bwrap executable
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()  # inside hidden trees or /tmp: bound back read-only
-    hidden: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()  # directories, covered by an empty tmpfs
+    hidden_files: tuple[Path, ...] = ()  # files, covered by /dev/null
     binds: tuple[Bind, ...] = ()  # read-only binds elsewhere (the operator's extensions)
     network: bool = True
 
 
-Kind = int  # _HIDE, _WRITE or _READ
+Kind = int  # _HIDE, _HIDE_FILE, _WRITE or _READ
 
 
 def bwrap_argv(sandbox: Sandbox, cwd: Path, command: list[str]) -> list[str]:
@@ -66,11 +67,14 @@ def bwrap_argv(sandbox: Sandbox, cwd: Path, command: list[str]) -> list[str]:
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(TMP)]
     for kind, source, target in _mounts(sandbox, command):
         argv += _mount(kind, source, target)
+    for hidden in sandbox.hidden:  # last: the mount points inside had to be made first
+        argv += ["--remount-ro", str(hidden)]
     return [*argv, "--chdir", str(cwd), "--", *command]
 
 
 def _mounts(sandbox: Sandbox, command: list[str]) -> list[tuple[Kind, Path, Path]]:
     mounts: list[tuple[Kind, Path, Path]] = [(_HIDE, p, p) for p in sandbox.hidden]
+    mounts += [(_HIDE_FILE, p, p) for p in sandbox.hidden_files]
     mounts += [(_WRITE, p, p) for p in sandbox.writable]
     mounts += [(_READ, p, p) for p in (*sandbox.readable, *_under_tmp(command))]
     mounts += [(_READ, b.source, b.target) for b in sandbox.binds]
@@ -95,8 +99,6 @@ def _mount(kind: Kind, source: Path, target: Path) -> list[str]:
         return ["--bind", str(source), str(target)]
     if kind == _READ:
         return ["--ro-bind-try", str(source), str(target)]
-    if source.is_dir():
-        return ["--tmpfs", str(target)]
-    if source.exists():
+    if kind == _HIDE_FILE:
         return ["--ro-bind", "/dev/null", str(target)]
-    return []  # nothing there to hide
+    return ["--tmpfs", str(target)]

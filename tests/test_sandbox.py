@@ -1,0 +1,343 @@
+"""The agent's sandbox: the bwrap command line, the private config, and real agents in it.
+
+The command line and `contain` are checked on their own (tables); then `pi-bridge run`
+as a real subprocess, holding a bot token in its environment, serves two Telegram
+users whose real agents run bash tools against the scripted fake LLM: one plants a
+note in its workspace, the other scans every `/proc/*/environ` it can read for the
+token and tries the data dir, the store and the first one's workspace. With the
+sandbox nothing of those is there; with `PI_BRIDGE_SANDBOX=off` the non-dumpable
+bridge (and an agent without capabilities, as root) still keeps the token unread.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
+from bridge.rpc.errors import AgentStartError
+from bridge.rpc.process import AgentSpec
+from bridge.rpc.sandbox import Bind, Sandbox, bwrap_argv
+from bridge.sandbox import config_of, contain, home_of, probe
+from tests.support.fake_llm import Reply, ToolCall
+from tests.support.fake_telegram import ALICE, TOKEN, FakeTelegram
+from tests.test_cli import REPO, cli_env, write_config
+from tests.test_crash_recovery import kill_agents
+from tests.test_run_e2e import WAIT, bridge_process, stop
+
+if TYPE_CHECKING:
+    from tests.support.agents import AgentHome
+    from tests.support.fake_llm import FakeLLM
+
+BWRAP = "/usr/bin/bwrap"
+DATA = Path("/srv/data")
+WORK = DATA / "workspaces" / "tg_1"
+SESSION = DATA / "sessions" / "tg_1"
+
+
+def mounts(argv: list[str]) -> list[tuple[str, ...]]:
+    """The mount options after the fixed ones, as (option, path[, path]) tuples."""
+    out: list[tuple[str, ...]] = []
+    rest = argv[argv.index("/tmp") + 1 : argv.index("--chdir")]
+    while rest and rest[0] != "--remount-ro":
+        option = rest.pop(0)
+        count = 1 if option == "--tmpfs" else 2
+        out.append((option, *rest[:count]))
+        del rest[:count]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "command", "expected"),
+    [
+        pytest.param(
+            Sandbox(BWRAP, writable=(WORK, SESSION), hidden=(DATA,)),
+            ["/usr/bin/pi"],
+            [
+                ("--tmpfs", str(DATA)),
+                ("--bind", str(SESSION), str(SESSION)),
+                ("--bind", str(WORK), str(WORK)),
+            ],
+            id="the data dir is hidden, then the conversation's own dirs are bound back",
+        ),
+        pytest.param(
+            Sandbox(BWRAP, writable=(Path("/srv"), SESSION), hidden=(DATA,)),
+            ["/usr/bin/pi"],
+            [
+                ("--bind", "/srv", "/srv"),
+                ("--tmpfs", str(DATA)),
+                ("--bind", str(SESSION), str(SESSION)),
+            ],
+            id="a workspace holding the data dir still has the data dir hidden",
+        ),
+        pytest.param(
+            Sandbox(BWRAP, writable=(DATA,), hidden=(DATA,)),
+            ["/usr/bin/pi"],
+            [("--tmpfs", str(DATA)), ("--bind", str(DATA), str(DATA))],
+            id="at equal depth the writable mount comes last",
+        ),
+        pytest.param(
+            Sandbox(BWRAP, binds=(Bind(Path("/etc/pi/ext"), Path("/c/pi/extensions")),)),
+            ["/tmp/ci/repo/.agents/pi", "-e", "/tmp/x/ext.ts", "--flag=/tmp/y/z", "/tmp/top"],
+            [
+                ("--ro-bind-try", "/tmp/ci", "/tmp/ci"),
+                ("--ro-bind-try", "/tmp/top", "/tmp/top"),
+                ("--ro-bind-try", "/tmp/x", "/tmp/x"),
+                ("--ro-bind-try", "/tmp/y", "/tmp/y"),
+                ("--ro-bind-try", "/etc/pi/ext", "/c/pi/extensions"),
+            ],
+            id="what the command names under the private /tmp is bound back read-only",
+        ),
+    ],
+)
+def test_the_mounts_are_ordered_so_the_deeper_one_wins(
+    sandbox: Sandbox, command: list[str], expected: list[tuple[str, ...]]
+) -> None:
+    argv = bwrap_argv(sandbox, WORK, command)
+    assert mounts(argv) == expected
+    remounted = [argv[i + 1] for i, a in enumerate(argv) if a == "--remount-ro"]
+    assert remounted == [str(p) for p in sandbox.hidden]  # the covers, read-only at the end
+    assert argv[-len(command) - 1 :] == ["--", *command]
+
+
+@pytest.mark.parametrize(
+    ("network", "shared"), [(True, True), (False, False)], ids=["network on", "network off"]
+)
+def test_every_namespace_is_new_and_the_network_is_shared_only_when_on(
+    network: bool, shared: bool
+) -> None:
+    argv = bwrap_argv(Sandbox(BWRAP, network=network), WORK, ["pi"])
+    assert argv[:2] == [BWRAP, "--unshare-all"]
+    assert ("--share-net" in argv) is shared
+    assert {"--die-with-parent", "--cap-drop"} <= set(argv)
+    assert "--new-session" not in argv  # the agent stays in the group the bridge signals
+    assert argv[argv.index("--ro-bind") : argv.index("--ro-bind") + 3] == ["--ro-bind", "/", "/"]
+
+
+def test_a_hidden_file_is_covered_with_dev_null() -> None:
+    argv = bwrap_argv(Sandbox(BWRAP, hidden_files=(Path("/etc/pi-bridge.toml"),)), WORK, ["pi"])
+    assert mounts(argv) == [("--ro-bind", "/dev/null", "/etc/pi-bridge.toml")]
+
+
+def options(
+    tmp_path: Path, mode: str = "bwrap", chats: dict[str, ChatOptions] | None = None
+) -> BridgeOptions:
+    home = tmp_path / "operator"
+    agent_dir = home / ".pi" / "agent"
+    (agent_dir / "extensions").mkdir(parents=True)
+    (agent_dir / "sessions").mkdir()
+    (agent_dir / "models.json").write_text('{"providers": {}}')
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    sandbox = SandboxOptions(mode="bwrap" if mode == "bwrap" else "off")
+    return BridgeOptions(
+        data_dir=tmp_path / "data",
+        agent=AgentOptions(argv=("/usr/bin/true",), env=env, sandbox=sandbox),
+        chats=chats or {},
+    )
+
+
+def spec_for(opts: BridgeOptions, key: str, workspace: Path | None = None) -> AgentSpec:
+    cwd = workspace or opts.workspace(key)
+    cwd.mkdir(parents=True, exist_ok=True)
+    opts.session_dir(key).mkdir(parents=True, exist_ok=True)
+    spec = AgentSpec(argv=["/usr/bin/true"], cwd=cwd, env=opts.agent.env)
+    return contain(spec, opts, key, opts.session_dir(key))
+
+
+def test_with_the_sandbox_off_the_spec_is_unchanged(tmp_path: Path) -> None:
+    opts = options(tmp_path, mode="off")
+    spec = AgentSpec(argv=["/usr/bin/true"], cwd=tmp_path, env=opts.agent.env)
+    assert contain(spec, opts, "tg:1", tmp_path) is spec
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is checked by test_bwrap_...")
+def test_the_agent_gets_a_private_home_and_a_fresh_copy_of_the_operators_config(
+    tmp_path: Path,
+) -> None:
+    opts = options(tmp_path)
+    spec = spec_for(opts, "tg:1")
+    private = config_of(opts, "tg:1").resolve() / "pi_coding_agent_dir"
+    assert spec.env["HOME"] == str(home_of(opts, "tg:1").resolve())
+    assert spec.env["PI_CODING_AGENT_DIR"] == str(private)
+    assert (private / "models.json").read_text() == '{"providers": {}}'
+    assert spec.sandbox is not None
+    operator = (tmp_path / "operator" / ".pi" / "agent").resolve()
+    # Extensions run code: bound read-only, never copied; the operator's sessions stay out.
+    assert spec.sandbox.binds == (Bind(operator / "extensions", private / "extensions"),)
+    assert opts.data_dir.resolve() in spec.sandbox.hidden
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is checked by test_bwrap_...")
+def test_a_link_the_last_run_left_in_its_config_is_removed_not_written_through(
+    tmp_path: Path,
+) -> None:
+    opts = options(tmp_path)
+    spec_for(opts, "tg:1")
+    victim = tmp_path / "store-like-file"
+    victim.write_text("precious")
+    private = config_of(opts, "tg:1") / "pi_coding_agent_dir"
+    (private / "models.json").unlink()
+    (private / "models.json").symlink_to(victim)
+    spec_for(opts, "tg:1")
+    assert victim.read_text() == "precious"
+    assert not (private / "models.json").is_symlink()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is checked by test_bwrap_...")
+def test_other_conversations_configured_workspaces_are_hidden_and_a_clash_is_refused(
+    tmp_path: Path,
+) -> None:
+    repo_a, repo_b = tmp_path / "repo-a", tmp_path / "repo-b"
+    repo_b.mkdir()
+    chats = {"tg:1": ChatOptions(workspace=repo_a), "tg:2": ChatOptions(workspace=repo_b)}
+    opts = options(tmp_path, chats=chats)
+    spec = spec_for(opts, "tg:1", repo_a)
+    assert spec.sandbox is not None
+    assert repo_b.resolve() in spec.sandbox.hidden
+    assert repo_a.resolve() not in spec.sandbox.hidden
+    clash = options(tmp_path / "x", chats={"tg:1": ChatOptions(workspace=tmp_path / "x" / "data")})
+    with pytest.raises(AgentStartError, match="refusing to give the agent write access"):
+        spec_for(clash, "tg:1", tmp_path / "x" / "data")
+
+
+def test_bwrap_is_installed_and_starts_a_sandbox_here() -> None:
+    # The setup installs bubblewrap: a machine where it cannot start fails here, loudly,
+    # rather than running the suite's sandboxed journeys unsandboxed.
+    assert probe() is None
+
+
+# --- real agents in a real bridge process -------------------------------------------------
+
+BOB = {"id": 43, "is_bot": False, "first_name": "Bob", "username": "bob"}
+
+
+def probe_script(data: Path) -> str:
+    """A bash tool's look around: what of the bridge's secrets and data it can reach."""
+    store, other = data / "bridge.sqlite3", data / "workspaces" / "tg_43" / "note.txt"
+    return "\n".join(
+        [
+            "n=0; found=0",
+            "for f in /proc/[0-9]*/environ; do",
+            '  if tr "\\0" "\\n" < "$f" > /tmp/env.txt 2>/dev/null; then',
+            "    n=$((n+1))",
+            f"    grep -q -F '{TOKEN}' /tmp/env.txt && found=$((found+1))",
+            "  fi",
+            "done",
+            'echo "environs-read=$n token-found=$found"',
+            'echo "processes=$(ls -d /proc/[0-9]* | wc -l)"',
+            f'echo "data-entries=$(ls -A {data} 2>/dev/null | wc -l)"',
+            f'test -e {store} && echo "store=visible" || echo "store=absent"',
+            f"echo tampered >> {store} 2>/dev/null && echo store-write=yes || echo store-write=no",
+            f'cat {other} 2>/dev/null || echo "other=absent"',
+            'echo mine > own.txt && echo "own-write=ok"',
+        ]
+    )
+
+
+def report(llm: FakeLLM) -> dict[str, str]:
+    """The probe's `name=value` lines, from the tool result the agent sent the model."""
+    text = next(str(r.messages) for r in llm.requests if "environs-read=" in str(r.messages))
+    return dict(re.findall(r"([a-z-]+)=([A-Za-z0-9-]+)", text.replace("\\n", "\n")))
+
+
+@pytest.mark.anyio
+@pytest.mark.agent
+@pytest.mark.parametrize("mode", ["bwrap", "off"])
+async def test_an_agent_finds_no_bridge_secret_in_proc_and_with_the_sandbox_no_data(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome, mode: str
+) -> None:
+    data = tmp_path / "data"
+    plant = Reply(tool_calls=[ToolCall("bash", {"command": "echo b-private > note.txt"})])
+    fake_llm.add("PLANT", plant, Reply(text="Planted."))
+    look = Reply(tool_calls=[ToolCall("bash", {"command": probe_script(data)})])
+    fake_llm.add("PROBE", look, Reply(text="Probed."))
+    config = write_config(tmp_path, "[telegram]\npoll_timeout = 1\n")
+    try:
+        async with FakeTelegram() as telegram:
+            env = cli_env(
+                tmp_path,
+                agent_home,
+                PI_BRIDGE_CONFIG=config,
+                PI_BRIDGE_SANDBOX=mode,
+                TELEGRAM_BOT_TOKEN=TOKEN,
+                TELEGRAM_API_BASE_URL=telegram.base_url,
+                TELEGRAM_FILE_BASE_URL=telegram.base_file_url,
+                TELEGRAM_ALLOWED_USERS=f"{ALICE['id']},{BOB['id']}",
+            )
+            async with bridge_process(tmp_path, env, f"{mode}.log") as process:
+                telegram.message(43, "PLANT a note", user=BOB)
+                await telegram.bot_message("Planted.", 43, within=WAIT)
+                telegram.message(42, "PROBE around")
+                await telegram.bot_message("Probed.", 42, within=WAIT)
+                assert await stop(process) == 0
+    finally:
+        kill_agents(data)
+
+    seen = report(fake_llm)
+    assert seen["own-write"] == "ok"
+    assert (data / "workspaces" / "tg_42" / "own.txt").read_text() == "mine\n"
+    assert int(seen["environs-read"]) >= 1  # the scan itself works: it read its own
+    assert seen["token-found"] == "0"
+    assert (data / "workspaces" / "tg_43" / "note.txt").read_text() == "b-private\n"
+    if mode == "bwrap":
+        # Its own PID namespace: bwrap's init, the agent, its shell, the probe's commands.
+        assert int(seen["processes"]) < 10
+        assert seen["data-entries"] == "4"  # mount points: its workspace, session, home, config
+        assert seen["store"] == "absent"
+        assert seen["store-write"] == "no"
+        assert seen["other"] == "absent"
+        assert b"tampered" not in (data / "bridge.sqlite3").read_bytes()
+
+
+# --- the bridge's own process -------------------------------------------------------------
+
+CANARY = "canary-4f1c9e"
+
+
+def without_capabilities() -> list[str]:
+    """A prefix that runs a command as this user with no capabilities at all: as root,
+    an empty bounding set means exec grants none (what the keeper does for agents)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    assert setpriv is not None, "setpriv (util-linux) is needed to drop capabilities"
+    return [setpriv, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+
+
+@pytest.mark.parametrize(
+    ("undumpable", "readable"),
+    [(False, True), (True, False)],
+    ids=["a dumpable process's environ is readable", "a non-dumpable one's is not"],
+)
+def test_a_non_dumpable_process_keeps_its_environment_from_the_same_user(
+    undumpable: bool, readable: bool
+) -> None:
+    # Both sides without capabilities, so only the dumpable flag decides (with them,
+    # root reads anything; the keeper and bwrap make sure an agent has none).
+    code = "import sys, time; from bridge.sandbox import make_undumpable; "
+    code += "sys.exit(3) if not make_undumpable() else None; " if undumpable else ""
+    code += "print('ready', flush=True); time.sleep(30)"
+    env = {"PATH": os.environ.get("PATH", os.defpath), "PYTHONPATH": str(REPO), "SECRET": CANARY}
+    with subprocess.Popen(
+        [*without_capabilities(), sys.executable, "-c", code], env=env, stdout=subprocess.PIPE
+    ) as subject:
+        try:
+            assert subject.stdout is not None
+            assert subject.stdout.readline() == b"ready\n"
+            reader = subprocess.run(
+                [*without_capabilities(), "cat", f"/proc/{subject.pid}/environ"],
+                capture_output=True,
+                check=False,
+            )
+        finally:
+            subject.kill()
+    assert (CANARY.encode() in reader.stdout) is readable
+    if not readable:
+        assert b"Permission denied" in reader.stderr
