@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.model import ButtonPress, ChatRef, Inbound, PlatformLimits, Sender
-from bridge.options import AgentOptions, BridgeOptions
+from bridge.options import AgentOptions, BridgeOptions, SandboxOptions
 from bridge.service import Bridge
 from bridge.store import open_store
 from tests.support.recording_adapter import RecordingAdapter
@@ -111,7 +111,8 @@ def options(
 ) -> BridgeOptions:
     fields: dict[str, object] = {
         "data_dir": data_dir,
-        "agent": AgentOptions(argv=tuple(argv), env=dict(env)),
+        # As deployed: every agent of these journeys runs in its sandbox.
+        "agent": AgentOptions(argv=tuple(argv), env=dict(env), sandbox=SandboxOptions()),
         "allowed_users": frozenset({OWNER.id, STRANGER.id}),
     }
     fields.update(overrides)
