@@ -385,3 +385,38 @@ def test_chat_overrides_apply_to_their_key_and_the_keys_under_it(
     assert options.approvers_of(key) == approvers
     assert options.settings_of(key).busy_policy == policy
     assert options.settings_of(key).verbosity == verbosity
+
+
+def test_the_sandbox_is_on_by_default_and_hides_this_file_and_a_store_kept_elsewhere(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text('store = "sqlite:///srv/state/bridge.db"\n')
+    loaded = load_config({**BASE_ENV, "PI_BRIDGE_CONFIG": str(config)}, cwd=tmp_path)
+    sandbox = loaded.options.agent.sandbox
+    assert (sandbox.mode, sandbox.network) == ("bwrap", True)
+    store = Path("/srv/state/bridge.db")
+    assert sandbox.hidden == (config.resolve(), store, *(Path(f"{store}{s}") for s in SIDECARS))
+
+
+SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def test_the_sandbox_settings_come_from_the_file_and_the_mode_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "bridge.toml"
+    text = '[sandbox]\nnetwork = "off"\nread_write = ["cache"]\nread_only = ["/opt/models"]\n'
+    config.write_text(text)
+    env = {**BASE_ENV, "PI_BRIDGE_CONFIG": str(config), "PI_BRIDGE_SANDBOX": "off"}
+    sandbox = load_config(env, cwd=tmp_path).options.agent.sandbox
+    assert sandbox.mode == "off"
+    assert sandbox.network is False
+    assert sandbox.read_write == ((tmp_path / "cache").resolve(),)
+    assert sandbox.read_only == (Path("/opt/models"),)
+
+
+def test_an_unknown_sandbox_mode_is_refused_by_its_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config({**BASE_ENV, "PI_BRIDGE_SANDBOX": "docker"}, cwd=tmp_path)
+    assert caught.value.problems[0].startswith("PI_BRIDGE_SANDBOX (environment):")
