@@ -77,7 +77,8 @@ def test_the_compose_file_is_valid_and_stores_in_redis(tmp_path: Path) -> None:
     # The file expects deploy/bridge.env (the operator's secrets): an empty one will do.
     (tmp_path / "deploy").mkdir()
     shutil.copy(DEPLOY / "compose.yaml", tmp_path / "deploy" / "compose.yaml")
-    (tmp_path / "deploy" / "bridge.env").write_text("TELEGRAM_BOT_TOKEN=1:x\n")
+    env = "TELEGRAM_BOT_TOKEN=1:x\nREDIS_PASSWORD=pw\nPI_BRIDGE_STORE=redis://:pw@redis:6379/0\n"
+    (tmp_path / "deploy" / "bridge.env").write_text(env)
     done = subprocess.run(
         [*compose, "-p", "pi-bridge", "-f", "deploy/compose.yaml", "config"],
         cwd=tmp_path,
@@ -88,13 +89,18 @@ def test_the_compose_file_is_valid_and_stores_in_redis(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     resolved: dict[str, Any] = yaml.safe_load(done.stdout)
     bridge, redis = resolved["services"]["bridge"], resolved["services"]["redis"]
-    assert bridge["environment"]["PI_BRIDGE_STORE"].startswith("redis://redis:")
+    assert bridge["environment"]["PI_BRIDGE_STORE"] == "redis://:pw@redis:6379/0"
     assert bridge["environment"]["PI_BRIDGE_DATA_DIR"] == "/data"
     assert bridge["environment"]["TELEGRAM_BOT_TOKEN"] == "1:x"  # from the env file
     # docker compose v2 resolves volumes to mappings, Debian's docker-compose to strings.
     targets = [v["target"] if isinstance(v, dict) else v.split(":")[1] for v in bridge["volumes"]]
     assert "/data" in targets
     assert "appendonly" in " ".join(redis["command"])  # state survives a Redis restart
+    # The agents have the network: a Redis they could reach must want the password.
+    # (`config` prints the command still escaped for compose: `$${...}`)
+    assert re.search(r'--requirepass "\$\$?\{REDIS_PASSWORD:\?', " ".join(redis["command"]))
+    assert redis["environment"]["REDIS_PASSWORD"] == "pw"
+    assert "seccomp:unconfined" in bridge["security_opt"]  # bwrap needs user namespaces
     assert "redis" in bridge["depends_on"]
     # Compose kills after the grace period: it must outlast the drain.
     assert _seconds(str(bridge["stop_grace_period"])) > DRAIN
