@@ -11,6 +11,7 @@ bridge (and an agent without capabilities, as root) still keeps the token unread
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -19,11 +20,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+import anyio.abc
 import pytest
 
 from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
 from bridge.rpc.errors import AgentStartError
-from bridge.rpc.process import AgentSpec
+from bridge.rpc.process import AgentSpec, spawn, terminate_group
 from bridge.rpc.sandbox import Bind, Sandbox, bwrap_argv
 from bridge.sandbox import config_of, contain, home_of, probe
 from tests.support.fake_llm import Reply, ToolCall
@@ -237,6 +240,8 @@ def probe_script(data: Path) -> str:
             f"echo tampered >> {store} 2>/dev/null && echo store-write=yes || echo store-write=no",
             f'cat {other} 2>/dev/null || echo "other=absent"',
             'echo mine > own.txt && echo "own-write=ok"',
+            'echo bad > "$PI_CODING_AGENT_DIR/extensions/planted.ts" 2>/dev/null'
+            ' && echo "extension-write=yes" || echo "extension-write=no"',
         ]
     )
 
@@ -259,6 +264,8 @@ async def test_an_agent_finds_no_bridge_secret_in_proc_and_with_the_sandbox_no_d
     look = Reply(tool_calls=[ToolCall("bash", {"command": probe_script(data)})])
     fake_llm.add("PROBE", look, Reply(text="Probed."))
     config = write_config(tmp_path, "[telegram]\npoll_timeout = 1\n")
+    extensions = agent_home.agent_dir / "extensions"
+    extensions.mkdir()
     try:
         async with FakeTelegram() as telegram:
             env = cli_env(
@@ -294,6 +301,9 @@ async def test_an_agent_finds_no_bridge_secret_in_proc_and_with_the_sandbox_no_d
         assert seen["store-write"] == "no"
         assert seen["other"] == "absent"
         assert b"tampered" not in (data / "bridge.sqlite3").read_bytes()
+        # The operator's extensions are read-only: nothing planted runs anywhere else.
+        assert seen["extension-write"] == "no"
+        assert not (extensions / "planted.ts").exists()
 
 
 # --- the bridge's own process -------------------------------------------------------------
@@ -341,3 +351,35 @@ def test_a_non_dumpable_process_keeps_its_environment_from_the_same_user(
     assert (CANARY.encode() in reader.stdout) is readable
     if not readable:
         assert b"Permission denied" in reader.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("network", "reached"), [(True, True), (False, False)])
+async def test_with_the_network_off_the_agent_reaches_not_even_the_hosts_loopback(
+    tmp_path: Path, network: bool, reached: bool
+) -> None:
+    received: list[bytes] = []
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            received.append(await stream.receive())
+
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        dial = f"import socket; socket.create_connection(('127.0.0.1', {port}), 5).send(b'hi')"
+        opts = options(tmp_path)
+        sandbox = dataclasses.replace(opts.agent.sandbox, network=network)
+        opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
+        spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=[sys.executable, "-c", dial])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, serve)
+            process = await spawn(spec)
+            with anyio.fail_after(20):
+                code = await process.wait()
+                if reached:
+                    while not received:  # noqa: ASYNC110 (the server task records it)
+                        await anyio.sleep(0.01)
+            await terminate_group(process)
+            tg.cancel_scope.cancel()
+    assert (code == 0) is reached
+    assert (received == [b"hi"]) is reached
