@@ -4,7 +4,7 @@ Design in brief:
 - one reader task owns stdout: bytes → `LineSplitter` → `decode_record`; one task
   drains stderr and keeps its tail; nothing else reads the pipes;
 - requests are correlated by `id`, falling back to the command name for the
-  id-less error responses of 0.73.1 (OBSERVED.md); each waits under its own
+  id-less error responses of 0.73.1 (`correlation.py`, pure); each waits under its own
   timeout, and the agent's exit fails every pending request with `AgentExited`
   carrying the exit code and stderr tail;
 - events, problems (malformed / oversized records) and the client's own signals
@@ -45,6 +45,7 @@ from bridge.rpc.commands import (
     UIResponse,
     encode_command,
 )
+from bridge.rpc.correlation import Answers, Correlation, Swallowed
 from bridge.rpc.decode import Decoded, decode_record
 from bridge.rpc.errors import (
     AgentExited,
@@ -96,7 +97,6 @@ AgentEvent = Decoded | Signal
 
 @dataclass
 class _Pending:
-    command: str
     done: anyio.Event = field(default_factory=anyio.Event)
     response: Response | None = None
     error: RpcError | None = None
@@ -136,6 +136,7 @@ class AgentClient:
         self._process: Process | None = None
         self._tg: TaskGroup | None = None
         self._pending: dict[str, _Pending] = {}
+        self._correlation = Correlation()
         self._ids = itertools.count(1)
         self._write_lock = anyio.Lock()
         self._stderr = bytearray()
@@ -144,7 +145,6 @@ class AgentClient:
         self._reader_gone = anyio.Event()  # the stdout reader finished or was cancelled
         self._exit: AgentExited | None = None
         self._closing = False
-        self._swallow_parse = 0
         self._probe: _Pending | None = None
         self._legacy_queue: list[_Queued] = []
         self._extension_commands: frozenset[str] | None = None
@@ -244,8 +244,8 @@ class AgentClient:
             return await self._legacy_request(command)
         cid = command.id or f"{command.type}-{next(self._ids)}"
         command = command.model_copy(update={"id": cid})
-        pending = _Pending(command.type)
-        self._pending[cid] = pending
+        pending = self._pending[cid] = _Pending()
+        self._correlation.sent(cid, command.type)
         limit = self._timeout if limit is None else limit
         try:
             await self._write(command)
@@ -255,6 +255,7 @@ class AgentClient:
             raise RequestTimeout(command.type, limit) from None
         finally:
             self._pending.pop(cid, None)
+            self._correlation.forget(cid)
         if pending.error is not None:
             raise pending.error
         assert pending.response is not None
@@ -370,10 +371,10 @@ class AgentClient:
     # --- profile detection -----------------------------------------------------------
 
     async def _detect_profile(self) -> Profile:
-        self._swallow_parse += 1
+        self._correlation.expect_parse_error()
         await self._write_bytes(_PROBE_LINE)
-        probe = self._probe = _Pending("get_state")
-        self._pending["probe-state"] = probe
+        probe = self._probe = self._pending["probe-state"] = _Pending()
+        self._correlation.sent("probe-state", "get_state")
         try:
             await self._write(GetState(id="probe-state"))
             with anyio.fail_after(DETECT_TIMEOUT):
@@ -384,6 +385,7 @@ class AgentClient:
             ) from None
         finally:
             self._pending.pop("probe-state", None)
+            self._correlation.forget("probe-state")
             self._probe = None
         if probe.error is not None:
             raise probe.error
@@ -513,19 +515,10 @@ class AgentClient:
             self._tg.start_soon(self._settle_after_grace, self._settle_generation)
 
     async def _route_response(self, response: Response) -> None:
-        pending = self._pending.get(response.id) if response.id else None
-        if pending is None and response.id is None:
-            if response.command == "parse" and self._swallow_parse:
-                self._swallow_parse -= 1
-                return
-            pending = next(
-                (
-                    p
-                    for p in self._pending.values()
-                    if p.command == response.command and not p.done.is_set()
-                ),
-                None,
-            )
+        routed = self._correlation.route(response)
+        if isinstance(routed, Swallowed):
+            return
+        pending = self._pending.get(routed.request_id) if isinstance(routed, Answers) else None
         if pending is None or pending.done.is_set():
             await self._emit(OrphanResponse(response))
             return
