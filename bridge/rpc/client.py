@@ -36,8 +36,6 @@ from bridge.rpc.commands import (
     GetAvailableThinkingLevels,
     GetCommands,
     GetState,
-    LegacyAttachment,
-    LegacyPrompt,
     Outgoing,
     Prompt,
     Steer,
@@ -54,12 +52,12 @@ from bridge.rpc.errors import (
     CommandFailed,
     RequestTimeout,
     RpcError,
-    Unsupported,
 )
-from bridge.rpc.events import ErrorEvent, QueueUpdate, Response
+from bridge.rpc.events import ErrorEvent, Response
 from bridge.rpc.framing import DEFAULT_MAX_RECORD, LineSplitter
+from bridge.rpc.legacy import LegacyShim
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
-from bridge.rpc.profile import LEGACY, LEGACY_COMMANDS, PI, Profile, classify
+from bridge.rpc.profile import LEGACY, PI, Profile, classify
 from bridge.rpc.signals import (
     AgentGone,
     DialogExpired,
@@ -102,13 +100,6 @@ class _Pending:
     error: RpcError | None = None
 
 
-@dataclass(frozen=True)
-class _Queued:
-    kind: str
-    text: str
-    images: tuple[ImageContent, ...]
-
-
 class AgentClient:
     """One running agent. Use as an async context manager; read `events`."""
 
@@ -146,7 +137,7 @@ class AgentClient:
         self._exit: AgentExited | None = None
         self._closing = False
         self._probe: _Pending | None = None
-        self._legacy_queue: list[_Queued] = []
+        self._legacy = LegacyShim(self.state, self._write, self._emit, self._open)
         self._extension_commands: frozenset[str] | None = None
         self._settle_generation = 0
 
@@ -241,7 +232,7 @@ class AgentClient:
     ) -> Response:
         """Send a command and wait for its response (`math.inf`: no time limit)."""
         if self.profile.is_legacy:
-            return await self._legacy_request(command)
+            return await self._legacy.request(command)
         cid = command.id or f"{command.type}-{next(self._ids)}"
         command = command.model_copy(update={"id": cid})
         pending = self._pending[cid] = _Pending()
@@ -272,7 +263,7 @@ class AgentClient:
     ) -> Response:
         """Start a run (or queue into one with `streaming_behavior`)."""
         if self.profile.is_legacy:
-            return await self._legacy_send("prompt", text, images)
+            return await self._legacy.send("prompt", text, images)
         runs = await self._starts_run(text)
         started = streaming_behavior is None and self.state.prompt_sent()
         if started:
@@ -295,19 +286,19 @@ class AgentClient:
 
     async def steer(self, text: str, images: Sequence[ImageContent] = ()) -> Response:
         if not self.profile.native_queue:
-            return await self._legacy_send("steer", text, images)
+            return await self._legacy.send("steer", text, images)
         return await self.request(Steer(message=text, images=list(images) or None))
 
     async def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> Response:
         if not self.profile.native_queue:
-            return await self._legacy_send("follow_up", text, images)
+            return await self._legacy.send("follow_up", text, images)
         return await self.request(FollowUp(message=text, images=list(images) or None))
 
     async def abort(self) -> None:
         """Stop the run. Pending dialogs are cancelled in the same breath: with one
         open, the agent holds the abort until it is answered (OBSERVED.md, f3)."""
         if self.profile.is_legacy:
-            self._legacy_queue.clear()
+            self._legacy.clear()
             await self._write(Abort())
             return
         await self._cancel_dialogs()
@@ -350,6 +341,9 @@ class AgentClient:
             )
         name = text[1:].split(maxsplit=1)[0] if len(text) > 1 else ""
         return name not in self._extension_commands
+
+    def _open(self) -> bool:
+        return not self._closing and self._exit is None
 
     async def _write(self, command: Outgoing) -> None:
         await self._write_bytes(encode_command(command))
@@ -396,56 +390,6 @@ class AgentClient:
         newer = await self.request(GetAvailableThinkingLevels(), check=False)
         return classify(self.initial_state, knows_new_commands=newer.success)
 
-    # --- legacy protocol ------------------------------------------------------------
-
-    async def _legacy_request(self, command: Command) -> Response:
-        if command.type not in LEGACY_COMMANDS:
-            raise Unsupported(command.type, self.profile.name)
-        if isinstance(command, Prompt):
-            return await self._legacy_send("prompt", command.message, command.images or ())
-        await self._write(command)
-        return Response(type="response", command=command.type, success=True)
-
-    async def _legacy_send(self, kind: str, text: str, images: Sequence[ImageContent]) -> Response:
-        """The legacy agent runs a second prompt concurrently with the first and
-        cannot abort it, so while busy the client holds messages and sends them
-        as prompts, one per run."""
-        item = _Queued(kind, text, tuple(images))
-        if self.state.busy:
-            self._legacy_queue.append(item)
-            await self._emit(self._legacy_queue_update())
-        else:
-            await self._legacy_prompt(item)
-        return Response(type="response", command=kind, success=True)
-
-    async def _legacy_prompt(self, item: _Queued) -> None:
-        attachments = [
-            LegacyAttachment(
-                id=f"img{n}",
-                fileName=f"image{n}.{image.mimeType.rsplit('/', 1)[-1]}",
-                mimeType=image.mimeType,
-                size=len(image.data) * 3 // 4,
-                content=image.data,
-            )
-            for n, image in enumerate(item.images, 1)
-        ]
-        if self.state.prompt_sent():
-            await self._emit(RunStarted())
-        await self._write(LegacyPrompt(message=item.text, attachments=attachments or None))
-
-    def _legacy_queue_update(self) -> QueueUpdate:
-        return QueueUpdate(
-            type="queue_update",
-            steering=[q.text for q in self._legacy_queue if q.kind == "steer"],
-            followUp=[q.text for q in self._legacy_queue if q.kind != "steer"],
-        )
-
-    async def _legacy_next(self) -> None:
-        if self._legacy_queue and not self._closing and self._exit is None:
-            item = self._legacy_queue.pop(0)
-            await self._emit(self._legacy_queue_update())
-            await self._legacy_prompt(item)
-
     # --- reading ---------------------------------------------------------------------
 
     async def _read_stdout(self) -> None:
@@ -488,7 +432,7 @@ class AgentClient:
             pending.error = self._exit
             pending.done.set()
         change = self.state.agent_exited()
-        self._legacy_queue.clear()
+        self._legacy.clear()
         if change is not None:
             await self._emit(RunEnded())
         await self._emit(AgentGone(self._process.returncode, self.stderr_tail))
@@ -542,7 +486,7 @@ class AgentClient:
         elif change is RunChange.ENDED:
             await self._emit(RunEnded())
             if self.profile.is_legacy:
-                await self._legacy_next()
+                await self._legacy.run_ended()
 
     async def _emit(self, item: AgentEvent) -> None:
         # Nobody listening any more is fine: the state is still kept.
