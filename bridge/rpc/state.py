@@ -42,10 +42,12 @@ from bridge.rpc.events import (
     TurnStart,
 )
 from bridge.rpc.profile import PI, Profile
-from bridge.rpc.ui import DIALOG_METHODS, UIRequest
+from bridge.rpc.ui import ConfirmRequest, EditorRequest, InputRequest, SelectRequest
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from bridge.rpc.ui import DialogRequest
 
 
 class Phase(enum.Enum):
@@ -72,7 +74,7 @@ class ToolInFlight:
 
 @dataclass(slots=True)
 class PendingDialog:
-    request: UIRequest
+    request: DialogRequest
     opened_at: float
     expires_at: float | None  # from the request's own timeout; None: waits forever
 
@@ -140,52 +142,50 @@ class RunState:
     # --- events --------------------------------------------------------------
 
     def apply(self, event: object, now: float) -> RunChange | None:
-        if isinstance(event, AgentStart):
-            return self._start()
-        if isinstance(event, AgentEnd):
-            return self._agent_end(event)
-        if isinstance(event, AgentSettled):
-            return self._end() if self.busy else None
-        if isinstance(event, AutoRetryStart):
-            # Announced after the settle grace, a retry revives a run already ended.
-            revived = self.phase is Phase.IDLE
-            self.phase = Phase.RETRYING
-            self.retry_attempt = event.attempt
-            return RunChange.STARTED if revived else None
-        if isinstance(event, AutoRetryEnd):
-            self.retry_attempt = 0
-            return None
+        match event:
+            case AgentStart():
+                return self._start()
+            case AgentEnd():
+                return self._agent_end(event)
+            case AgentSettled():
+                return self._end() if self.busy else None
+            case AutoRetryStart(attempt=attempt):
+                # Announced after the settle grace, a retry revives a run already ended.
+                revived = self.phase is Phase.IDLE
+                self.phase = Phase.RETRYING
+                self.retry_attempt = attempt
+                return RunChange.STARTED if revived else None
+            case AutoRetryEnd():
+                self.retry_attempt = 0
+                return None
         change = self._implicit_start(event)
         self._track(event, now)
         return change
 
     def _track(self, event: object, now: float) -> None:
-        if isinstance(event, ToolExecutionStart):
-            self.tools[event.toolCallId] = ToolInFlight(
-                event.toolCallId, event.toolName, event.args, now
-            )
-        elif isinstance(event, ToolExecutionUpdate):
-            tool = self.tools.get(event.toolCallId)
-            if tool is not None and event.partialResult is not None:
-                tool.output = _text(event.partialResult.content)
-        elif isinstance(event, ToolExecutionEnd):
-            self.tools.pop(event.toolCallId, None)
-        elif isinstance(event, QueueUpdate):
-            self.steering, self.follow_up = tuple(event.steering), tuple(event.followUp)
-        elif isinstance(event, CompactionStart):
-            self.compacting = True
-        elif isinstance(event, CompactionEnd | LegacyCompaction):
-            self.compacting = False
-        elif getattr(event, "type", None) == "extension_ui_request":
-            self._open_dialog(event, now)
+        match event:
+            case ToolExecutionStart():
+                self.tools[event.toolCallId] = ToolInFlight(
+                    event.toolCallId, event.toolName, event.args, now
+                )
+            case ToolExecutionUpdate(partialResult=partial) if partial is not None:
+                tool = self.tools.get(event.toolCallId)
+                if tool is not None:
+                    tool.output = _text(partial.content)
+            case ToolExecutionEnd():
+                self.tools.pop(event.toolCallId, None)
+            case QueueUpdate():
+                self.steering, self.follow_up = tuple(event.steering), tuple(event.followUp)
+            case CompactionStart():
+                self.compacting = True
+            case CompactionEnd() | LegacyCompaction():
+                self.compacting = False
+            case SelectRequest() | ConfirmRequest() | InputRequest() | EditorRequest():
+                self._open_dialog(event, now)
 
-    def _open_dialog(self, event: object, now: float) -> None:
-        method = getattr(event, "method", "")
-        if method not in DIALOG_METHODS:
-            return
-        timeout = getattr(event, "timeout", None)
-        expires = now + timeout / 1000 if isinstance(timeout, int) and timeout > 0 else None
-        request: UIRequest = event  # type: ignore[assignment]
+    def _open_dialog(self, request: DialogRequest, now: float) -> None:
+        timeout = request.timeout
+        expires = now + timeout / 1000 if timeout is not None and timeout > 0 else None
         self.dialogs[request.id] = PendingDialog(request, now, expires)
 
     def _implicit_start(self, event: object) -> RunChange | None:
