@@ -4,11 +4,15 @@ Each command maps to one or two RPC commands and a rendered answer. Pickers
 (model, thinking level, fork point) are messages with buttons whose opaque
 tokens the conversation keeps in `pickers`; `pick()` carries out the choice.
 Commands that need the agent start it (a /status of a conversation with no live
-agent says so instead).
+agent says so instead). /export posts a file the agent names, read with the
+bridge's rights: only a regular file inside the conversation's session dir or
+workspace, within `MAX_EXPORT_BYTES`, is ever posted (`read_export`).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -35,7 +39,7 @@ from bridge.rpc.commands import (
 from bridge.rpc.errors import RpcError
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
     from bridge.conversation import Conversation
     from bridge.model import Op
@@ -55,6 +59,10 @@ HELP = """\
 `/queue [clear]` · `/commands` — the agent's own commands (sent as `/name`)"""
 
 COMPACT_LIMIT = 600.0  # compaction is one LLM call over the whole context
+# Read into memory and posted whole; under Telegram's 50 MB for bots, and a session's
+# HTML export is a few MB even for long sessions.
+MAX_EXPORT_BYTES = 20 * 2**20
+NOT_IN_SESSION = "The agent's export is not a file in this conversation's session; not sent."
 MAX_PICKER = 24  # buttons in one picker; more would not fit a phone screen
 THINKING_LEVELS: tuple[str, ...] = get_args(ThinkingLevel)
 POLICIES = ("steer", "follow_up", "ask")
@@ -201,19 +209,71 @@ async def _name(conv: Conversation, arg: str) -> list[Op]:
 
 
 async def _export(conv: Conversation, arg: str) -> list[Op]:
+    """The agent writes the export where the bridge asks (its session dir; pi's own
+    default is a relative name in its cwd), but its answer names the file: only a
+    regular file inside this conversation's session dir or workspace is posted."""
     agent = await _live(conv)
-    response = await agent.request(ExportHtml())
-    path = anyio.Path(str(_data(response.data).get("path", "")))
-    if not await path.is_file():
-        return conv.renderer.notice("The agent did not write an export file.")
-    return [
-        Upload(
-            slot=f"export:{conv.s.tokens()}",
-            filename=path.name,
-            data=await path.read_bytes(),
-            caption="Session export",
+    record = conv.record
+    assert record is not None
+    session_dir = Path(await anyio.Path(record.session_dir).resolve())
+    cwd = Path(await anyio.Path(agent.spec.cwd).resolve())
+    stem = Path(record.session_file).stem if record.session_file else "session"
+    asked = session_dir / f"pi-session-{stem}.html"
+    response = await agent.request(ExportHtml(outputPath=str(asked)))
+    answer = str(_data(response.data).get("path") or "")
+    try:
+        path, data = await anyio.to_thread.run_sync(
+            read_export, cwd / answer, (session_dir, cwd), MAX_EXPORT_BYTES
         )
-    ]
+    except ExportRefused as refused:
+        return conv.renderer.notice(f"⚠️ {refused}")
+    upload = Upload(
+        slot=f"export:{conv.s.tokens()}", filename=path.name, data=data, caption="Session export"
+    )
+    return [upload]
+
+
+class ExportRefused(Exception):
+    """The agent's export answer names nothing the bridge may post; says why."""
+
+
+def read_export(path: Path, roots: Sequence[Path], cap: int) -> tuple[Path, bytes]:
+    """The contents of `path` (relative names taken from the agent's cwd) if it is a
+    regular file of at most `cap` bytes inside one of `roots` once links and `..` are
+    resolved; the bridge's own files (`/proc/self/environ`, its config) never are."""
+    try:
+        real = path.resolve(strict=True)
+        if not _inside(real, roots):
+            raise ExportRefused(NOT_IN_SESSION)
+        # No link at the end, and no wait on a FIFO: the agent may swap the file meanwhile.
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError) as exc:
+        raise ExportRefused(NOT_IN_SESSION) from exc
+    data = b""
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or not _inside(_opened(fd, real), roots):
+            raise ExportRefused(NOT_IN_SESSION)
+        if status.st_size <= cap:
+            with os.fdopen(fd, "rb", closefd=False) as file:
+                data = file.read(cap + 1)  # one still growing is cut off here, not read on
+    finally:
+        os.close(fd)
+    if status.st_size > cap or len(data) > cap:
+        raise ExportRefused(f"The agent's export is larger than {cap / 2**20:g} MB; not sent.")
+    return real, data
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
+
+
+def _opened(fd: int, fallback: Path) -> Path:
+    """What `fd` really is: a folder on the way may have become a link after `resolve`."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:  # no /proc (not Linux): the resolved path is the best we know
+        return fallback
 
 
 async def _commands(conv: Conversation, arg: str) -> list[Op]:

@@ -1,15 +1,19 @@
 """One conversation: its agent process, its renderer, and the intents it carries out.
 
-A `Conversation` lives as long as the bridge knows the conversation; its agent
-comes and goes (spawned on the first message, reaped when idle, respawned with
-`--session <file>` after a crash, a reap or a bridge restart). Messages are
-routed when they are taken from the inbox, not when they arrive, so a message
-that queued behind a prompt sees the agent busy and steers. Button presses and
-/stop skip the inbox: they must act while a prompt is still being answered.
+A `Conversation` lives in memory while it is in use; its agent comes and goes
+(spawned on the first message, reaped when idle, respawned with `--session <file>`
+after a crash, a reap or a bridge restart). Once it is quiet (`quiet_since`: no
+agent, nothing queued or being handled, no output pending) the supervisor lets it
+go; its lasting state is in the store, so its next message makes it again as it
+was. Messages are routed when they are taken from the inbox, not when they
+arrive, so a message that queued behind a prompt sees the agent busy and steers.
+Button presses and /stop skip the inbox: they must act while a prompt is still
+being answered.
 
 Invariants: everything shown in the chat goes through the renderer and the
-outbox; nothing one conversation does (a crash, a platform error) reaches
-another; a dialog is answered at most once (the store's `take_dialog` decides).
+outbox; nothing one conversation does (a crash, a platform error, a press with
+another's token) reaches another; a dialog is answered at most once (the store's
+`take_dialog` decides), and one the bridge timed out is always cancelled.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup, TaskStatus
 
-    from bridge.model import Adapter, ChatRef, Image, Op, Sender
+    from bridge.model import Adapter, ButtonPress, ChatRef, Image, Op, Sender
     from bridge.options import BridgeOptions
     from bridge.outbox import Outbox
     from bridge.rpc import AgentEvent
@@ -76,6 +80,7 @@ KILL_AFTER_ABORT = 15.0  # a run past max_run_time that ignores abort is killed
 # Restart back-off: an agent that dies this soon after starting counts as a crash loop.
 CRASH_WINDOW = 60.0
 MAX_BACKOFF = 60.0
+NO_LONGER_ACTIVE = "This is no longer active."
 
 
 class SlotGate(Protocol):
@@ -153,6 +158,7 @@ class Conversation:
         self._aborted_for_time = False
         self._spawns: list[float] = []
         self._closing = False
+        self._handling = 0  # intents and presses being carried out right now
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -186,6 +192,41 @@ class Conversation:
 
     def interrupt(self, reason: str) -> None:
         self._submit(self.renderer.interrupt(reason))
+
+    @property
+    def owner(self) -> str:
+        """Who started the conversation: the per-user cap counts agents by them."""
+        record = self.record
+        owner = record.owner if record is not None else None
+        return owner or self._first_sender.id
+
+    def quiet_since(self, cutoff: float) -> bool:
+        """No agent, nothing queued or being handled, no output pending, and nothing
+        new since `cutoff`: the conversation may leave memory once its questions are
+        closed (`close_questions`)."""
+        return (
+            self.agent is None
+            and not self.spawning
+            and self._handling == 0
+            and not self._held
+            and self._inbox.statistics().current_buffer_used == 0
+            and self.s.outbox.pending(self.key) == 0
+            and self.last_active < cutoff
+        )
+
+    def close_questions(self) -> bool:
+        """Retire the buttons of questions nobody answered (a busy question, a dialog
+        of an agent stopped since); whether there were any."""
+        if not self.renderer.has_questions():
+            return False
+        self._asks.clear()
+        self.pickers.clear()
+        self._submit(self.renderer.close_questions("✖ no longer active"))
+        return True
+
+    def close(self) -> None:
+        """Leave memory: `run` returns, its inbox being empty (see `quiet_since`)."""
+        self._inbox_send.close()
 
     # --- intake ------------------------------------------------------------------------
 
@@ -247,6 +288,7 @@ class Conversation:
 
     async def _guarded(self, handler: Callable[..., Awaitable[None]], *args: object) -> None:
         """One intent's failure is told to the user and ends there."""
+        self._handling += 1
         try:
             await handler(*args)
         except AgentExited:
@@ -256,6 +298,8 @@ class Conversation:
         except Exception:
             log.exception("conversation %s: handler failed", self.key)
             self._submit(self.renderer.notice("⚠️ Something went wrong in the bridge; see its log."))
+        finally:
+            self._handling -= 1
 
     # --- intents ---------------------------------------------------------------------------
 
@@ -375,10 +419,9 @@ class Conversation:
             self._submit(self.renderer.ask_reply(choice.request_id, sender.id))
             return
         agent = self.agent
-        if agent is None or not await self.s.store.take_dialog(choice.request_id, self.key):
+        if agent is None or not await self._claim(choice.request_id):
             await self._stale(press)
             return
-        self._deadlines.pop(choice.request_id, None)
         await agent.answer_dialog(
             choice.request_id,
             value=typed if typed is not None else choice.value,
@@ -398,12 +441,22 @@ class Conversation:
                 )
             )
             return
-        if agent is None or not await self.s.store.take_dialog(reply.request_id, self.key):
+        if agent is None or not await self._claim(reply.request_id):
             self._submit(self.renderer.notice("That question is no longer active."))
             return
-        self._deadlines.pop(reply.request_id, None)
         await agent.answer_dialog(reply.request_id, value=reply.text)
         await self._settled(reply.request_id, sender, reply.text[:100])
+
+    async def _claim(self, request_id: str) -> bool:
+        """Take dialog `request_id` to answer it: from the store, so it is answered at
+        most once, and from the bridge's deadlines, so its expiry does not cancel it
+        while the answer is on its way. False if it is not there to take."""
+        deadline = self._deadlines.pop(request_id, None)
+        if await self.s.store.take_dialog(request_id, self.key):
+            return True
+        if deadline is not None:
+            self._deadlines[request_id] = deadline  # still the agent's to time out
+        return False
 
     async def _settled(self, request_id: str, sender: Sender, label: str) -> None:
         asked = self._asked_at.pop(request_id, None)
@@ -424,11 +477,12 @@ class Conversation:
         )
 
     async def _stale(self, press: Press) -> None:
-        self._answer(press, "This is no longer active.")
-        record = await self.s.store.get_dialog(press.token)
-        if record is not None:
-            # A dialog from before a restart: its agent is gone, so retire it for good.
-            await self.s.store.take_dialog(record.request_id, record.key)
+        await dead_press(self.s, self.key, self.chat, press, self._agent_awaits)
+
+    def _agent_awaits(self, request_id: str) -> bool:
+        """Whether the live agent still waits for an answer to dialog `request_id`."""
+        agent = self.agent
+        return agent is not None and request_id in agent.state.dialogs
 
     def _answer(self, press: Press, text: str) -> None:
         self._submit([AnswerPress(press.press_id, text)])
@@ -616,14 +670,15 @@ class Conversation:
                 continue
             del self._deadlines[request_id]
             self._asked_at.pop(request_id, None)
-            if await self.s.store.take_dialog(request_id, self.key):
-                await agent.answer_dialog(request_id, cancelled=True)
-                minutes = self.s.options.dialog_timeout / 60
-                self._submit(
-                    self.renderer.close_dialog(
-                        request_id, f"⌛ No answer in {minutes:g} min — cancelled."
-                    )
-                )
+            taken = await self.s.store.take_dialog(request_id, self.key)
+            # Whatever became of its claim in the store, an agent still waiting gets its
+            # cancel: otherwise it waits until the run-time limit.
+            if not taken and request_id not in agent.state.dialogs:
+                continue  # answered meanwhile
+            await agent.answer_dialog(request_id, cancelled=True)
+            minutes = self.s.options.dialog_timeout / 60
+            outcome = f"⌛ No answer in {minutes:g} min — cancelled."
+            self._submit(self.renderer.close_dialog(request_id, outcome))
 
     async def _enforce_run_time(self, agent: AgentClient, now: float) -> None:
         started, limit = self._run_started, self.s.options.max_run_time
@@ -694,3 +749,23 @@ class Conversation:
             ImageContent(data=base64.b64encode(i.data).decode("ascii"), mimeType=i.mime_type)
             for i in images
         ]
+
+
+async def dead_press(
+    services: Services,
+    key: str,
+    chat: ChatRef,
+    press: Press | ButtonPress,
+    awaited: Callable[[str], bool] = lambda _: False,
+) -> None:
+    """Answer a press on no live button of conversation `key` "no longer active".
+
+    A press may carry any token (Telegram clients send arbitrary callback data): only
+    `key`'s own dialog from before a restart, which no agent `awaited` any more, is
+    retired in the store here; another conversation's is not the presser's to end.
+    """
+    services.outbox.submit(key, chat, [AnswerPress(press.press_id, NO_LONGER_ACTIVE)])
+    record = await services.store.get_dialog(press.token)
+    if record is None or record.key != key or awaited(record.request_id):
+        return
+    await services.store.take_dialog(record.request_id, key)

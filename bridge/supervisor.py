@@ -1,11 +1,15 @@
 """Keeps one agent per conversation, within a cap on live agents.
 
-Conversations are created on their first message and kept (they are cheap: an
-inbox and a renderer); agents are the expensive part. `AgentSlots` caps how
-many run at once: when full, the least recently active *idle* agent is stopped
-to make room, and when every agent is busy the newcomer waits, told so in its
-chat. The reaper stops agents idle longer than `idle_timeout`; their sessions
-resume on the next message. `drain()` is the graceful shutdown.
+Conversations are made on their first message that needs one (a press on a
+button of a conversation not in memory, or a message with nothing in it, is
+answered without one). Agents are the expensive part: `AgentSlots` caps how many
+run at once, and how many one person's conversations hold (`max_per_user`, by the
+conversation's owner); when a cap is reached, the least recently active *idle*
+agent under it is stopped to make room, and when all of them are busy the
+newcomer waits, told so in its chat. The reaper stops agents idle longer than
+`idle_timeout` (their sessions resume on the next message), then lets
+conversations quiet as long leave memory, with their outbox lanes and slot maps:
+their lasting state is in the store. `drain()` is the graceful shutdown.
 
 A run's status message carries [⏹ Stop] until the run ends; a process killed
 without a drain leaves it so for good. `LiveRuns` therefore keeps a record in the
@@ -24,9 +28,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from bridge.conversation import Conversation, Services, SlotGate
+from bridge.conversation import Conversation, Services, SlotGate, dead_press
 from bridge.model import ChatRef, MessageRef, React
 from bridge.render.status import retire_after_crash, run_is_live
+from bridge.router import Ignore, View, route
 from bridge.store.records import LiveRunRecord
 
 if TYPE_CHECKING:
@@ -45,30 +50,45 @@ DRAIN_POLL = 0.1
 
 
 class AgentSlots(SlotGate):
+    """The caps on live agents: `limit` over all, and each conversation's
+    `options.max_per_user` over its owner's conversations."""
+
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
         self.live: dict[str, Conversation] = {}
         self._changed = anyio.Event()
 
     async def acquire(self, conversation: Conversation) -> None:
-        told = False
+        told: set[str] = set()
         while conversation.key not in self.live:
-            if len(self.live) < self.limit:
+            blocked = self._blocked(conversation)
+            if blocked is None:
                 self.live[conversation.key] = conversation
                 return
-            victim = self._least_recent_idle()
+            notice, holders = blocked
+            victim = _least_recent_idle(holders)
             if victim is not None:
                 log.info("evicting idle agent of %s", victim.key)
                 await victim.reap()
                 continue
-            if not told:
-                told = True
-                conversation.notify(f"⏳ All {self.limit} agents are busy; waiting for a free one…")
+            if notice not in told:
+                told.add(notice)
+                conversation.notify(notice)
             await self._changed.wait()
 
-    def _least_recent_idle(self) -> Conversation | None:
-        idle = [c for c in self.live.values() if c.idle]
-        return min(idle, key=lambda c: c.last_active, default=None)
+    def _blocked(self, conversation: Conversation) -> tuple[str, list[Conversation]] | None:
+        """Why `conversation` may not start an agent now, and the live agents one of
+        which could make room; None when it may."""
+        per_user = max(1, conversation.s.options.max_per_user)
+        owner = conversation.owner
+        theirs = [c for c in self.live.values() if c.owner == owner]
+        if len(theirs) >= per_user:
+            working = f"⏳ You have {len(theirs)} agents working"
+            return f"{working}; this one waits for one of them to finish.", theirs
+        if len(self.live) >= self.limit:
+            busy = f"⏳ All {self.limit} agents are busy; waiting for a free one…"
+            return busy, list(self.live.values())
+        return None
 
     def release(self, conversation: Conversation) -> None:
         if self.live.get(conversation.key) is conversation:
@@ -79,6 +99,11 @@ class AgentSlots(SlotGate):
         """Something may have become free or idle: waiters look again."""
         self._changed.set()
         self._changed = anyio.Event()
+
+
+def _least_recent_idle(holders: list[Conversation]) -> Conversation | None:
+    idle = [c for c in holders if c.idle]
+    return min(idle, key=lambda c: c.last_active, default=None)
 
 
 class LiveRuns:
@@ -189,6 +214,12 @@ class Supervisor:
             return False
         conversation = self.conversations.get(inbound.key)
         if conversation is None:
+            if inbound.press is not None:
+                # Buttons live only in their conversation's memory: none is live here.
+                await dead_press(self.s, inbound.key, inbound.chat, inbound.press)
+                return True
+            if isinstance(route(inbound, View(prefixes=self.s.prefixes)), Ignore):
+                return True  # nothing to do: no conversation (and no store record) for it
             conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.s)
             self.conversations[inbound.key] = conversation
             assert self._tg is not None
@@ -206,11 +237,26 @@ class Supervisor:
             await self.reap_idle()
 
     async def reap_idle(self) -> None:
-        now = self.s.clock()
+        """Stop agents idle longer than `idle_timeout`; then conversations quiet as long
+        leave memory, and the outbox drops what finished chats left behind."""
+        cutoff = self.s.clock() - self.s.options.idle_timeout
         for conversation in list(self.slots.live.values()):
-            if conversation.idle and now - conversation.last_active > self.s.options.idle_timeout:
+            if conversation.idle and conversation.last_active < cutoff:
                 log.info("reaping idle agent of %s", conversation.key)
                 await conversation.reap()
+        self._forget_quiet(cutoff)
+        self.s.outbox.sweep(keep=self.conversations)
+
+    def _forget_quiet(self, cutoff: float) -> None:
+        # No await from the check to the removal: a message arriving after it makes a
+        # new conversation from the store, never one that is half gone.
+        for key, conversation in list(self.conversations.items()):
+            if not conversation.quiet_since(cutoff):
+                continue
+            if conversation.close_questions():
+                continue  # their edits go out first; a later round forgets it
+            del self.conversations[key]
+            conversation.close()
 
     async def drain(self, grace: float | None = None) -> None:
         """Stop intake, let runs finish up to `grace` seconds, then end every agent."""

@@ -756,3 +756,28 @@ async def test_wait_for_returns_once_a_call_makes_the_condition_true() -> None:
     assert platform.answers == [("p", "ok", False)]
     with pytest.raises(AssertionError, match="not reached"):
         await platform.wait_for(lambda: False, timeout=0.05)
+
+
+async def test_sweep_drops_the_lanes_of_finished_chats_once_their_pacing_is_over() -> None:
+    async with serving(PlatformLimits(chat_rate=1.0)) as rig:
+        await rig.deliver(Send("a", "hi"))
+        await rig.deliver(Send("b", "there"), key=OTHER_KEY, chat=OTHER)
+        rig.outbox.sweep(keep={KEY, OTHER_KEY})
+        assert rig.outbox.lanes_held == 2  # each chat's next op must still keep its distance
+        await rig.clock.sleep(1.0)
+        rig.outbox.sweep(keep={KEY, OTHER_KEY})
+        assert rig.outbox.lanes_held == 0
+        await rig.deliver(Send("c", "again"))  # a new lane serves the chat as before
+        assert rig.platform.texts(CHAT) == ["hi", "again"]
+
+
+async def test_sweep_drops_the_slot_maps_of_conversations_no_longer_kept() -> None:
+    async with serving() as rig:
+        await rig.deliver(Send("a", "hi"))
+        await rig.deliver(Send("b", "there"), key=OTHER_KEY, chat=OTHER)
+        await rig.deliver(AnswerPress("p1", "done"), key="tg:300", chat=ChatRef("300"))
+        assert rig.outbox.slot_maps_held == 2  # a press answer places no message
+        rig.outbox.sweep(keep={KEY})
+        assert rig.outbox.slot_maps_held == 1
+        assert rig.outbox.ref(KEY, "a") is not None
+        assert rig.outbox.ref(OTHER_KEY, "b") is None

@@ -34,6 +34,9 @@ answer never waits behind a busy bridge's reactions); both share the global rate
   `flush` counts it done; the supervisor keeps its record of live runs this way.
 - A slot `adopt`ed from an earlier bridge process is edited, never reposted: if
   its message is gone, the Edit is done.
+- Memory follows the live chats, not every chat ever served: `sweep` (the
+  supervisor's reaper calls it) drops the lanes of chats with nothing queued and
+  no pacing left to keep, and the slot maps of conversations that are gone.
 - Time comes only from the injected `clock` and `sleep`, so tests run on fake time.
 """
 

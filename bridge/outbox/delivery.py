@@ -35,7 +35,7 @@ from bridge.outbox.pacing import Budget, backoff, interval
 from bridge.outbox.slots import SlotMap
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Collection, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
 
@@ -158,6 +158,32 @@ class Outbox:
         """The slot whose message has `message_id` (a reply to a dialog message)."""
         slots = self._slots.get(key)
         return slots.slot_for(message_id) if slots is not None else None
+
+    def pending(self, key: str) -> int:
+        """How many ops of conversation `key` are queued or in flight."""
+        return self._outstanding[key]
+
+    def sweep(self, keep: Collection[str]) -> None:
+        """Forget what finished chats and conversations left behind: the lanes of chats
+        with nothing queued whose pacing is over (the next op there keeps its distance
+        all the same), and the slot maps of conversations not in `keep` with nothing
+        pending (a conversation made anew starts its slots anew)."""
+        now = self._clock()
+        for chat_id, lane in list(self._lanes.items()):
+            if not lane.queue and not lane.running and _rested(lane, now):
+                del self._lanes[chat_id]
+        for key in [k for k in self._slots if k not in keep and not self._outstanding[k]]:
+            del self._slots[key]
+
+    @property
+    def lanes_held(self) -> int:
+        """Chats with a lane in memory."""
+        return len(self._lanes)
+
+    @property
+    def slot_maps_held(self) -> int:
+        """Conversations with a slot map in memory."""
+        return len(self._slots)
 
     async def flush(self, key: str | None = None) -> None:
         """Wait until every op submitted so far (for `key`, or all) is delivered or
@@ -376,8 +402,15 @@ class Outbox:
 
     async def _call(self, entry: Entry) -> None:
         """One platform call for `entry`, keeping the slot map in step."""
-        op, adapter, slots = entry.op, self._adapter, self._slot_map(entry.key)
+        op, adapter = entry.op, self._adapter
         self.stats.calls[kind_of(op)] += 1
+        if isinstance(op, AnswerPress):
+            await adapter.answer_press(op.press_id, op.text, alert=op.alert)
+            return
+        if isinstance(op, React):
+            await adapter.react(entry.chat, op.message_id, op.state)
+            return
+        slots = self._slot_map(entry.key)  # only ops on messages: a press makes no map
         if isinstance(op, Send):
             ref = await adapter.send(
                 entry.chat,
@@ -391,10 +424,6 @@ class Outbox:
         elif isinstance(op, Upload):
             ref = await adapter.upload(entry.chat, op.filename, op.data, caption=op.caption)
             slots.bind(op.slot, ref, self._clock())
-        elif isinstance(op, AnswerPress):
-            await adapter.answer_press(op.press_id, op.text, alert=op.alert)
-        elif isinstance(op, React):
-            await adapter.react(entry.chat, op.message_id, op.state)
         elif (placed := slots.get(op.slot)) is None:
             raise MessageGone(f"slot {op.slot!r} has no message")  # `_prepare` prevents this
         elif isinstance(op, Edit):
@@ -466,6 +495,11 @@ def _with_content(op: Op, edit: Edit) -> Op | None:
         text, plain, markup, buttons = edit.text, edit.plain, edit.markup, edit.buttons
         return replace(op, text=text, plain=plain, markup=markup, buttons=buttons)
     return None
+
+
+def _rested(lane: Lane, now: float) -> bool:
+    """Whether `lane`'s next call could go out now: its pacing has nothing left to keep."""
+    return max(lane.next_call_at, lane.hold_until) <= now
 
 
 def _routine(op: Op) -> bool:

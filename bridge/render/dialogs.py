@@ -136,6 +136,9 @@ class Questions:
             ops += prompt.show(self._ctx.plain(f"{prompt.shown.text}\n\n{outcome}"))
         return ops
 
+    def any_open(self) -> bool:
+        return bool(self._open)
+
     def close_all(self, outcome: str) -> list[Op]:
         ops: list[Op] = []
         for name in list(self._open):

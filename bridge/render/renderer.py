@@ -138,6 +138,14 @@ class Renderer:
     def close_busy(self, pending_id: str, outcome: str) -> list[Op]:
         return self._questions.close(f"busy:{pending_id}", outcome)
 
+    def has_questions(self) -> bool:
+        """Whether a dialog or busy question of this renderer still has live buttons."""
+        return self._questions.any_open()
+
+    def close_questions(self, outcome: str) -> list[Op]:
+        """Close every open question with `outcome` and retire its buttons."""
+        return self._questions.close_all(outcome)
+
     def notice(self, text: str, *, markdown: bool = False) -> list[Op]:
         return self._notices.notice(text, markdown=markdown)
 
