@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from bridge.config import ConfigError, load_config
+from bridge.config import ConfigError, load_config, open_platforms
 from bridge.logs import setup_logging
 from bridge.metrics import Metrics, serve_metrics
 from bridge.sandbox import contain, make_undumpable, probe
@@ -70,6 +70,12 @@ async def serve(loaded: Loaded, *, console: bool, stdin: TextIO | None = None) -
     from bridge.store import open_store
 
     options = loaded.options
+    for name in open_platforms(loaded.config):
+        log.warning(
+            "%s has no allowlist and PI_BRIDGE_ALLOW_EVERYONE is set: EVERYONE who finds the "
+            "bot can make its agent run shell commands",
+            name,
+        )
     _contain_agents(options)
     store = await open_store(loaded.config.store, options.data_dir)
     metrics = Metrics()
@@ -269,6 +275,8 @@ async def check(loaded: Loaded, out: TextIO) -> int:
     """One line per check, ✓ or ✗; the number of failed checks."""
     source = str(loaded.source) if loaded.source else "defaults and environment"
     _say(out, True, f"config: valid ({source}); serving {', '.join(loaded.platforms) or 'console'}")
+    for name in open_platforms(loaded.config):
+        out.write(f"⚠ allowlist: {name} lets everyone in (PI_BRIDGE_ALLOW_EVERYONE=true)\n")
     checks: list[tuple[str, Callable[[], Awaitable[str]]]] = [
         ("sandbox", lambda: _check_sandbox(loaded.options)),
         ("agent", lambda: _check_agent(loaded.options)),

@@ -70,6 +70,8 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "PI_BRIDGE_AGENT_COMMAND": (("agent", "command"), "str"),
     "PI_BRIDGE_AGENT_ENV": (("agent", "env"), "list"),
     "PI_BRIDGE_SANDBOX": (("sandbox", "mode"), "str"),
+    "PI_BRIDGE_ALLOW_EVERYONE": (("allow_everyone",), "str"),
+    "PI_BRIDGE_MAX_PER_USER": (("limits", "max_per_user"), "str"),
     "TELEGRAM_BOT_TOKEN": (("telegram", "bot_token"), "str"),
     "TELEGRAM_API_BASE_URL": (("telegram", "api_base_url"), "str"),
     "TELEGRAM_FILE_BASE_URL": (("telegram", "file_base_url"), "str"),
@@ -163,6 +165,7 @@ class SandboxSection(_Section):
 
 class LimitsSection(_Section):
     max_agents: int = Field(default=8, ge=1)
+    max_per_user: int = Field(default=4, ge=1)
     idle_timeout: float = Field(default=30 * 60, gt=0)
     max_run_time: float = Field(default=2 * 60 * 60, gt=0)
     dialog_timeout: float = Field(default=30 * 60, gt=0)
@@ -232,6 +235,9 @@ class Config(BaseSettings):
 
     data_dir: Path = Path("data")
     store: str = "sqlite"
+    # A platform with no allowlist lets everyone who finds the bot run shell commands
+    # through its agent: refused unless said on purpose.
+    allow_everyone: bool = False
     agent: AgentSection = AgentSection()
     sandbox: SandboxSection = SandboxSection()
     telegram: TelegramSection | None = None
@@ -449,6 +455,7 @@ def _build(
 
     telegram = _telegram(config.telegram, problems)
     slack = _slack(config.slack, problems)
+    problems += _open_to_everyone(config)
     if problems or argv is None:
         raise ConfigError(problems)
 
@@ -463,6 +470,7 @@ def _build(
             sandbox=_sandbox(config, path, data_dir.resolve(), cwd),
         ),
         max_agents=limits.max_agents,
+        max_per_user=limits.max_per_user,
         idle_timeout=limits.idle_timeout,
         max_run_time=limits.max_run_time,
         dialog_timeout=limits.dialog_timeout,
@@ -493,6 +501,24 @@ def _sandbox(config: Config, path: Path | None, data_dir: Path, cwd: Path) -> Sa
     )
 
 
+def open_platforms(config: Config) -> list[str]:
+    """The platforms configured with no allowlist at all: open to everyone."""
+    sections = (("telegram", config.telegram), ("slack", config.slack))
+    return [name for name, s in sections if s is not None and s.allowed_users is None]
+
+
+def _open_to_everyone(config: Config) -> list[str]:
+    if config.allow_everyone:
+        return []
+    return [
+        f"{name.upper()}_ALLOWED_USERS / {name}.allowed_users: not set, so anyone who finds the bot "
+        "could make its agent run shell commands. List the user ids that may use it (an "
+        "empty list lets nobody in, and the bot tells each person refused their id), or "
+        "set PI_BRIDGE_ALLOW_EVERYONE=true to let everyone in on purpose"
+        for name in open_platforms(config)
+    ]
+
+
 def _telegram(section: TelegramSection | None, problems: list[str]) -> TelegramSettings | None:
     if section is None:
         return None
@@ -512,7 +538,7 @@ def _telegram(section: TelegramSection | None, problems: list[str]) -> TelegramS
         token=section.bot_token,
         base_url=section.api_base_url,
         base_file_url=section.file_base_url,
-        allowed_users=frozenset(section.allowed_users) if section.allowed_users else None,
+        allowed_users=_allowlist(section.allowed_users),
         approvers=frozenset(section.approvers),
         group_trigger=section.group_trigger,
         poll_timeout=section.poll_timeout,
@@ -540,10 +566,16 @@ def _slack(section: SlackSection | None, problems: list[str]) -> SlackSettings |
         app_token=section.app_token or "",
         signing_secret=section.signing_secret or "",
         api_base_url=section.api_base_url,
-        allowed_users=frozenset(section.allowed_users) if section.allowed_users else None,
+        allowed_users=_allowlist(section.allowed_users),
         approvers=frozenset(section.approvers),
         allowed_channels=frozenset(section.allowed_channels) if section.allowed_channels else None,
         http_port=section.http_port,
         http_host=section.http_host,
         edits_per_minute=section.edits_per_minute,
     )
+
+
+def _allowlist(ids: list[str] | None) -> frozenset[str] | None:
+    """None (no list: everyone, allowed only with allow_everyone) stays None; an empty
+    list is an empty set, which lets nobody in."""
+    return None if ids is None else frozenset(ids)

@@ -171,6 +171,7 @@ async def test_check_reaches_the_platforms(
             SLACK_BOT_TOKEN=slack.bot_token,
             SLACK_APP_TOKEN=slack.app_token,
             SLACK_API_BASE_URL=slack.base_url,
+            PI_BRIDGE_ALLOW_EVERYONE="true",
         )
         good = await run_cli(tmp_path, env, "check")
         bad = await run_cli(
@@ -182,6 +183,9 @@ async def test_check_reaches_the_platforms(
     assert good.returncode == 0, out + good.stderr.decode()
     assert "✓ telegram:" in out
     assert "✓ slack:" in out
+    # No allowlists, on purpose: check says so, and passes.
+    assert "⚠ allowlist: telegram lets everyone in" in out
+    assert "⚠ allowlist: slack lets everyone in" in out
     out = bad.stdout.decode()
     assert bad.returncode == 1
     assert "✗ telegram:" in out
@@ -208,6 +212,7 @@ async def test_check_names_the_slack_scopes_an_older_app_lacks(
             SLACK_BOT_TOKEN=slack.bot_token,
             SLACK_APP_TOKEN=slack.app_token,
             SLACK_API_BASE_URL=slack.base_url,
+            SLACK_ALLOWED_USERS="U1",
         )
         done = await run_cli(tmp_path, env, "check")
     out = done.stdout.decode()

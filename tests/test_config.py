@@ -62,14 +62,26 @@ GOOD: list[tuple[str, str, dict[str, str]]] = [
     ),
     ("agent command as a list", '[agent]\ncommand = ["my pi", "--mode", "rpc"]\n', {}),
     ("agent command from env", "", {"PI_BRIDGE_AGENT_COMMAND": "'my pi' --mode rpc -x"}),
-    ("telegram from env only", "", {"TELEGRAM_BOT_TOKEN": "123:abc"}),
+    (
+        "telegram from env only",
+        "",
+        {"TELEGRAM_BOT_TOKEN": "123:abc", "TELEGRAM_ALLOWED_USERS": "42"},
+    ),
     (
         "telegram table plus token",
         '[telegram]\nallowed_users = [42, "43"]\ngroup_trigger = "all"\n',
         {"TELEGRAM_BOT_TOKEN": "123:abc"},
     ),
-    ("slack socket mode", "", {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}),
-    ("slack http mode", "", {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s3cret"}),
+    (
+        "slack socket mode",
+        "",
+        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "SLACK_ALLOWED_USERS": "U1"},
+    ),
+    (
+        "slack http mode, open to everyone on purpose",
+        "allow_everyone = true\n",
+        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s3cret"},
+    ),
     ("redis store", 'store = "redis://localhost:6379/0"\n', {}),
     ("redis password from env", "", {"PI_BRIDGE_STORE": "redis://:pw@localhost:6379/0"}),
     ("sqlite file store", 'store = "sqlite:///var/lib/pi/bridge.db"\n', {}),
@@ -83,11 +95,15 @@ GOOD: list[tuple[str, str, dict[str, str]]] = [
     (
         "telegram webhook",
         '[telegram]\nwebhook_url = "https://bot.example/tg"\nwebhook_port = 8080\n',
-        {"TELEGRAM_BOT_TOKEN": "1:abc", "TELEGRAM_WEBHOOK_SECRET": "s3cret"},
+        {
+            "TELEGRAM_BOT_TOKEN": "1:abc",
+            "TELEGRAM_WEBHOOK_SECRET": "s3cret",
+            "PI_BRIDGE_ALLOW_EVERYONE": "true",
+        },
     ),
     (
         "old paced_for_groups",
-        "[telegram]\npaced_for_groups = true\n",
+        "[telegram]\npaced_for_groups = true\nallowed_users = []\n",
         {"TELEGRAM_BOT_TOKEN": "1:a"},
     ),
 ]
@@ -214,6 +230,7 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
             "PI_BRIDGE_AGENT_COMMAND": "env-pi --mode rpc",
             "TELEGRAM_BOT_TOKEN": "1:abc",
             "TELEGRAM_API_BASE_URL": "http://127.0.0.1:1/bot",
+            "TELEGRAM_ALLOWED_USERS": "42",
         },
     )
     assert loaded.options.data_dir == (tmp_path / "from-env").resolve()
@@ -273,6 +290,7 @@ def test_platform_settings_reach_the_adapters(tmp_path: Path) -> None:
             "SLACK_ALLOWED_CHANNELS": "C1",
             "TELEGRAM_BOT_TOKEN": "1:abc",
             "TELEGRAM_APPROVERS": "42",
+            "PI_BRIDGE_ALLOW_EVERYONE": "true",  # Telegram's list stays unset
         },
     )
     assert loaded.platforms == ("telegram", "slack")
@@ -296,6 +314,7 @@ def test_agent_env_is_allowlisted(tmp_path: Path) -> None:
             "PI_BRIDGE_AGENT_ENV": "OPENAI_API_KEY",
             "OPENAI_API_KEY": "k",
             "TELEGRAM_BOT_TOKEN": "1:a",
+            "TELEGRAM_ALLOWED_USERS": "42",
         },
     )
     env = loaded.options.agent.env
@@ -420,3 +439,40 @@ def test_an_unknown_sandbox_mode_is_refused_by_its_variable(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as caught:
         load_config({**BASE_ENV, "PI_BRIDGE_SANDBOX": "docker"}, cwd=tmp_path)
     assert caught.value.problems[0].startswith("PI_BRIDGE_SANDBOX (environment):")
+
+
+# (toml, env, the allowlist Telegram gets: None is everyone, an empty set nobody)
+ALLOWLISTS: list[tuple[str, str, dict[str, str], frozenset[str] | None]] = [
+    ("an empty list in the file", "[telegram]\nallowed_users = []\n", {}, frozenset()),
+    ("only commas in the environment", "", {"TELEGRAM_ALLOWED_USERS": " , "}, frozenset()),
+    ("ids", "", {"TELEGRAM_ALLOWED_USERS": "42, 43"}, frozenset({"42", "43"})),
+    ("no list, everyone on purpose", "", {"PI_BRIDGE_ALLOW_EVERYONE": "true"}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "allowed"), [a[1:] for a in ALLOWLISTS], ids=[a[0] for a in ALLOWLISTS]
+)
+def test_an_empty_allowlist_lets_nobody_in_and_everyone_takes_saying_so(
+    tmp_path: Path, toml: str, env: dict[str, str], allowed: frozenset[str] | None
+) -> None:
+    loaded = load(tmp_path, toml, {"TELEGRAM_BOT_TOKEN": "1:a", **env})
+    assert loaded.telegram is not None
+    assert loaded.telegram.allowed_users == allowed
+
+
+@pytest.mark.parametrize("platform", ["telegram", "slack"])
+def test_a_platform_without_an_allowlist_is_refused_at_start(tmp_path: Path, platform: str) -> None:
+    env = {"TELEGRAM_BOT_TOKEN": "1:a"}
+    if platform == "slack":
+        env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
+    text = problems(tmp_path, None, env)
+    assert f"{platform.upper()}_ALLOWED_USERS / {platform}.allowed_users: not set" in text
+    assert "PI_BRIDGE_ALLOW_EVERYONE=true" in text
+
+
+def test_the_per_user_cap_reaches_the_bridge(tmp_path: Path) -> None:
+    assert load(tmp_path, None, {}).options.max_per_user == 4
+    loaded = load(tmp_path, "[limits]\nmax_per_user = 2\n", {})
+    assert loaded.options.max_per_user == 2
+    assert load(tmp_path, None, {"PI_BRIDGE_MAX_PER_USER": "1"}).options.max_per_user == 1

@@ -162,6 +162,7 @@ async def test_run_serves_both_platforms_on_redis_then_drains_and_resumes(
                 SLACK_BOT_TOKEN=slack.bot_token,
                 SLACK_APP_TOKEN=slack.app_token,
                 SLACK_API_BASE_URL=slack.base_url,
+                SLACK_ALLOWED_USERS=ALICE,
             )
 
             # --- first process: one conversation per platform, metrics, SIGTERM mid-run ---
