@@ -511,8 +511,8 @@ def _open_to_everyone(config: Config) -> list[str]:
     if config.allow_everyone:
         return []
     return [
-        f"{name.upper()}_ALLOWED_USERS / {name}.allowed_users: not set, so anyone who finds the bot "
-        "could make its agent run shell commands. List the user ids that may use it (an "
+        f"{name.upper()}_ALLOWED_USERS / {name}.allowed_users: not set, so anyone who finds "
+        "the bot could make its agent run shell commands. List the user ids that may use it (an "
         "empty list lets nobody in, and the bot tells each person refused their id), or "
         "set PI_BRIDGE_ALLOW_EVERYONE=true to let everyone in on purpose"
         for name in open_platforms(config)
