@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from bridge.config import ConfigError, load_config, open_platforms
-from bridge.logs import setup_logging
+from bridge.logs import RedactedStream, TextOut, redactor, setup_logging
 from bridge.metrics import Metrics, serve_metrics
 from bridge.sandbox import contain, make_undumpable, probe
 
@@ -271,7 +271,7 @@ def _contain_agents(options: BridgeOptions) -> None:
 # --- check -------------------------------------------------------------------------------
 
 
-async def check(loaded: Loaded, out: TextIO) -> int:
+async def check(loaded: Loaded, out: TextOut) -> int:
     """One line per check, ✓ or ✗; the number of failed checks."""
     source = str(loaded.source) if loaded.source else "defaults and environment"
     _say(out, True, f"config: valid ({source}); serving {', '.join(loaded.platforms) or 'console'}")
@@ -302,7 +302,7 @@ async def check(loaded: Loaded, out: TextIO) -> int:
     return failed
 
 
-def _say(out: TextIO, ok: bool, text: str) -> None:
+def _say(out: TextOut, ok: bool, text: str) -> None:
     out.write(f"{'✓' if ok else '✗'} {text}\n")
     out.flush()
 
@@ -452,14 +452,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser().print_help()
         return EXIT_CONFIG
+    # Everything printed from here on may quote a secret (a library's error message
+    # with the bot token in it): it goes out through the same redactor as the logs.
+    redact = redactor()
+    out, err = RedactedStream(sys.stdout, redact), RedactedStream(sys.stderr, redact)
     try:
         loaded = load_config()
     except ConfigError as exc:
         if args.command == "check":
             for problem in exc.problems:
-                _say(sys.stdout, False, f"config: {problem}")
+                _say(out, False, f"config: {problem}")
         else:
-            print(f"pi-bridge: {exc}", file=sys.stderr)
+            print(f"pi-bridge: {exc}", file=err)
         return EXIT_CONFIG
     console = args.command == "console" or (args.command == "run" and not loaded.platforms)
     level = loaded.config.log.level
@@ -468,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(level, loaded.config.log.format)
     try:
         if args.command == "check":
-            failed = anyio.run(check, loaded, sys.stdout)
+            failed = anyio.run(check, loaded, out)
             return 1 if failed else 0
         return anyio.run(lambda: serve(loaded, console=console))
     except KeyboardInterrupt:  # before the signal receiver was installed
@@ -477,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         # Startup failures (store unreachable, a platform refusing the token, a taken
         # metrics port) are operator problems: say what, not where in the code.
         log.debug("stopped by an error", exc_info=True)
-        print(f"pi-bridge: {_describe(exc)}", file=sys.stderr)
+        print(f"pi-bridge: {_describe(exc)}", file=err)
         return 1
 
 
