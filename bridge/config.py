@@ -89,6 +89,7 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "SLACK_APPROVERS": (("slack", "approvers"), "list"),
     "SLACK_ALLOWED_CHANNELS": (("slack", "allowed_channels"), "list"),
     "SLACK_HTTP_PORT": (("slack", "http_port"), "str"),
+    "SLACK_HTTP_HOST": (("slack", "http_host"), "str"),
     "PI_BRIDGE_METRICS_PORT": (("metrics", "port"), "str"),
     "PI_BRIDGE_METRICS_HOST": (("metrics", "host"), "str"),
     "PI_BRIDGE_LOG_LEVEL": (("log", "level"), "str"),
@@ -148,7 +149,7 @@ class SlackSection(_Section):
     approvers: list[str] = []
     allowed_channels: list[str] | None = None
     http_port: int = Field(default=3000, ge=1, le=65535)
-    http_host: str = "0.0.0.0"
+    http_host: str = "127.0.0.1"  # behind the TLS proxy Slack requires: local by default
     edits_per_minute: int = Field(default=50, ge=1, le=6000)
 
     _urls = field_validator("api_base_url")(_http_url)

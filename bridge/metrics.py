@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING
 import anyio
 from aiohttp import web
 
+from bridge.httpserver import READ_TIMEOUT
+from bridge.httpserver import runner as http_runner
+
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
@@ -192,10 +195,11 @@ async def serve_metrics(
     host: str,
     port: int,
     *,
+    read_timeout: float = READ_TIMEOUT,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; `started` once the port is bound (a taken port fails here)."""
-    runner = web.AppRunner(make_app(metrics), access_log=None, handle_signals=False)
+    runner = http_runner(make_app(metrics), read_timeout)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()

@@ -45,6 +45,7 @@ from adapters.slack.convert import (
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
+from bridge.httpserver import runner
 from bridge.model import Image, PlatformError, Sender
 from bridge.router import refusal
 
@@ -275,15 +276,15 @@ async def serve(
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
                 await handler.close_async()  # type: ignore[no-untyped-call]
         return
-    runner = web.AppRunner(app.web_app(path="/slack/events", port=settings.http_port))
-    await runner.setup()
+    http = runner(app.web_app(path="/slack/events", port=settings.http_port))
+    await http.setup()
     try:
-        await web.TCPSite(runner, settings.http_host, settings.http_port).start()
+        await web.TCPSite(http, settings.http_host, settings.http_port).start()
         task_status.started()
         await anyio.sleep_forever()
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-            await runner.cleanup()
+            await http.cleanup()
 
 
 @contextlib.asynccontextmanager

@@ -31,7 +31,8 @@ class SlackSettings:
     approvers: frozenset[str] = field(default_factory=frozenset)
     allowed_channels: frozenset[str] | None = None  # None: every channel it is invited to
     http_port: int = DEFAULT_HTTP_PORT
-    http_host: str = "0.0.0.0"  # HTTP mode listens for Slack (usually behind a proxy)
+    # HTTP mode listens for Slack behind a TLS proxy (docs/security.md): local by default.
+    http_host: str = "127.0.0.1"
     # chat.update calls a minute over the workspace (Slack's Tier 3 guarantees 50).
     edits_per_minute: int = 50
 

@@ -25,6 +25,8 @@ import anyio
 from aiohttp import web
 from telegram import Update
 
+from bridge.httpserver import READ_TIMEOUT, runner
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -51,8 +53,10 @@ class WebhookServer:
         host: str,
         port: int,
         deliver: Callable[[Update], Awaitable[None]],
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         self.bot = bot
+        self.read_timeout = read_timeout  # for a whole request (bridge/httpserver.py)
         self.path = urlsplit(url).path or "/"
         self.host, self.port = host, port
         self._secret = secret.encode()
@@ -65,7 +69,7 @@ class WebhookServer:
         """Listen, then hand queued updates on until `close()` and the queue is empty."""
         app = web.Application()
         app.router.add_post(self.path, self._post)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = runner(app, self.read_timeout)
         await self._runner.setup()
         try:
             await web.TCPSite(self._runner, self.host, self.port).start()
