@@ -21,14 +21,21 @@ from __future__ import annotations
 import base64
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 from bridge import controls
-from bridge.model import AnswerPress, ConversationSettings, Inbound
+from bridge.model import (
+    MAX_ATTACHMENT,
+    AnswerPress,
+    AttachmentRefused,
+    ConversationSettings,
+    Image,
+    Inbound,
+)
 from bridge.render import BusyChoice, DialogChoice, Renderer, StopChoice
 from bridge.router import (
     AskBusy,
@@ -67,7 +74,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup, TaskStatus
 
-    from bridge.model import Adapter, ButtonPress, ChatRef, Image, Op, Sender
+    from bridge.model import Adapter, ButtonPress, ChatRef, Op, Sender
     from bridge.options import BridgeOptions
     from bridge.outbox import Outbox
     from bridge.rpc import AgentEvent
@@ -80,6 +87,8 @@ KILL_AFTER_ABORT = 15.0  # a run past max_run_time that ignores abort is killed
 # Restart back-off: an agent that dies this soon after starting counts as a crash loop.
 CRASH_WINDOW = 60.0
 MAX_BACKOFF = 60.0
+# One image from the platform's file host: 20 MB at a slow few MB/s, with room to spare.
+FETCH_TIMEOUT = 60.0
 NO_LONGER_ACTIVE = "This is no longer active."
 
 
@@ -264,10 +273,43 @@ class Conversation:
             await self._queue(item.intent, item.message_id)
             return
         arrived = self._arrived.pop(id(item), None)
-        intent = route(item, self._view())
+        fetched = await self._fetched(item)
+        if fetched is None:
+            return
+        intent = route(fetched, self._view())
         await self.carry_out(intent, item)
         if arrived is not None and isinstance(intent, Prompt | Steer | FollowUp):
             self.s.stats.inbound_to_agent.observe(self.s.clock() - arrived)
+
+    async def _fetched(self, inbound: Inbound) -> Inbound | None:
+        """`inbound` with its attachments fetched: here, after admission and in this
+        conversation's task, so a stranger's or a slow file holds up nobody else.
+        None when nothing is left to send (an image alone that could not be had)."""
+        if not inbound.attachments:
+            return inbound
+        images: list[Image] = []
+        problems: list[str] = []
+        for attachment in inbound.attachments:
+            try:
+                if attachment.size is not None and attachment.size > MAX_ATTACHMENT:
+                    raise AttachmentRefused(
+                        f"it is {_mb(attachment.size)}, the limit is {_mb(MAX_ATTACHMENT)}"
+                    )
+                with anyio.fail_after(FETCH_TIMEOUT):
+                    images.append(
+                        Image(await attachment.fetch(MAX_ATTACHMENT), attachment.mime_type)
+                    )
+            except AttachmentRefused as exc:
+                problems.append(str(exc))
+            except TimeoutError:
+                problems.append(f"it did not arrive within {FETCH_TIMEOUT:g} s")
+        if problems:
+            rest = "your text went on without it" if inbound.text.strip() else "nothing was sent"
+            why = "; ".join(problems)
+            self._submit(self.renderer.notice(f"⚠️ Couldn't fetch your image ({why}); {rest}."))
+        if not inbound.text.strip() and not images:
+            return None
+        return replace(inbound, images=(*inbound.images, *images), attachments=())
 
     def _view(self) -> View:
         agent = self.agent
@@ -769,3 +811,7 @@ async def dead_press(
     if record is None or record.key != key or awaited(record.request_id):
         return
     await services.store.take_dialog(record.request_id, key)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"

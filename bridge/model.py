@@ -10,13 +10,13 @@ Platform failures arrive as the small `PlatformError` tree, never SDK types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Awaitable, Callable, Collection, Sequence
 
 ConversationKey = str  # "tg:<chat>", "tg:<chat>:<topic>", "slack:<team>:<channel>[:<ts>]"
 
@@ -68,6 +68,28 @@ class Image:
     mime_type: str
 
 
+MAX_ATTACHMENT = 20 * 1024 * 1024  # the Bot API's download limit; Slack's images are smaller
+
+
+class AttachmentRefused(Exception):
+    """A file could not be fetched; the message says why, for the person who sent it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file a message carries, not fetched yet: the bridge fetches it only once the
+    message is admitted, in its conversation's own task (never in the adapter's update
+    loop), and only when its announced `size` is within the cap.
+
+    `fetch(cap)` returns the file's bytes, or raises `AttachmentRefused` (too large,
+    not an image, not reachable); it stops reading past `cap` bytes.
+    """
+
+    mime_type: str
+    size: int | None  # as the platform announced it; None: unknown
+    fetch: Callable[[int], Awaitable[bytes]] = field(compare=False, repr=False)
+
+
 @dataclass(frozen=True, slots=True)
 class ButtonPress:
     """A press on one of the bridge's buttons; `press_id` answers it privately."""
@@ -95,6 +117,7 @@ class Inbound:
     event_id: str
     text: str = ""
     images: tuple[Image, ...] = ()
+    attachments: tuple[Attachment, ...] = ()  # images still to fetch (see `Attachment`)
     reply_to: str | None = None
     press: ButtonPress | None = None
     message_id: str | None = None  # the platform's id of this message (Slack ts)

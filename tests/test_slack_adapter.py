@@ -10,20 +10,22 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import anyio
 import pytest
+from aiohttp import web
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.adapter import SlackAdapter
+from adapters.slack.adapter import SlackAdapter, token_may_go_to
 from adapters.slack.convert import Identity
 from adapters.slack.groups import UserGroups
 from adapters.slack.runner import PREFIXES, run_slack, slack_intake
 from adapters.slack.settings import SlackSettings
 from bridge.model import (
+    MAX_ATTACHMENT,
+    AttachmentRefused,
     BadFormatting,
     Button,
     ChatRef,
     Form,
-    Image,
     MessageGone,
     MessageRef,
     PlatformError,
@@ -224,9 +226,53 @@ async def test_identity_and_private_image_downloads(
 ) -> None:
     assert await adapter.identity() == Identity(TEAM, BOT_USER, BOT_ID)
     url = slack.add_file(b"\x89PNG...", "image/png")
-    assert await adapter.download(url) == (b"\x89PNG...", "image/png")
+    assert await adapter.download(url) == b"\x89PNG..."
     stranger = SlackAdapter(AsyncWebClient(token="xoxb-wrong", base_url=slack.base_url))
-    assert await stranger.download(url) is None
+    with pytest.raises(AttachmentRefused, match="Slack would not hand it over"):
+        await stranger.download(url)
+    with pytest.raises(AttachmentRefused, match="over 0 MB"):
+        await adapter.download(url, cap=4)  # stops reading past the cap
+
+
+async def test_the_bot_token_goes_only_to_slacks_file_hosts(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    # A remote file's url_private may name any host: it gets no request, so no token.
+    seen: list[str | None] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.Response(body=b"\x89PNG", content_type="image/png")
+
+    app = web.Application()
+    app.router.add_get("/{name}", record)
+    other = web.AppRunner(app)
+    await other.setup()
+    port = free_port()
+    await web.TCPSite(other, "127.0.0.1", port).start()
+    try:
+        with pytest.raises(AttachmentRefused, match="not on Slack's file servers"):
+            await adapter.download(f"http://127.0.0.1:{port}/evil.png")
+    finally:
+        await other.cleanup()
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://files.slack.com/files-pri/T1-F1/a.png", True),
+        ("http://files.slack.com/files-pri/T1-F1/a.png", False),
+        ("https://files.slack.com:8443/a.png", False),
+        ("https://files.slack.com.evil.example/a.png", False),
+        ("https://evil.example/files.slack.com/a.png", False),
+        ("https://slack.com/api/../files/a.png", True),  # the API's own origin
+        ("https://user@slack.com.evil.example/a.png", False),
+        ("not a url", False),
+    ],
+)
+def test_which_urls_may_receive_the_bot_token(url: str, allowed: bool) -> None:
+    assert token_may_go_to(url, "https://slack.com/api/") is allowed
 
 
 # --- Socket Mode ----------------------------------------------------------------------
@@ -395,7 +441,7 @@ async def test_a_photo_in_a_dm_arrives_as_an_image(
 ) -> None:
     bridge = Recorder()
     url = slack.add_file(b"\x89PNG...", "image/png")
-    files = [{"id": "F9", "mimetype": "image/png", "url_private": url}]
+    files = [{"id": "F9", "mimetype": "image/png", "url_private": url, "size": 11}]
     async with slack_intake(settings, bridge, adapter):
         await slack.deliver_event(
             {
@@ -410,7 +456,9 @@ async def test_a_photo_in_a_dm_arrives_as_an_image(
             }
         )
         await bridge.count(1)
-    assert bridge.inbounds[0].images == (Image(b"\x89PNG...", "image/png"),)
+    [photo] = bridge.inbounds[0].attachments  # handed over unfetched
+    assert (photo.mime_type, photo.size) == ("image/png", 11)
+    assert await photo.fetch(MAX_ATTACHMENT) == b"\x89PNG..."
     assert bridge.inbounds[0].key == f"slack:{TEAM}:D0DM"
 
 

@@ -13,6 +13,8 @@ from adapters.telegram.adapter import TelegramAdapter
 from adapters.telegram.runner import ALLOWED_UPDATES, COMMANDS, make_bot, serve
 from adapters.telegram.settings import TelegramSettings
 from bridge.model import (
+    MAX_ATTACHMENT,
+    AttachmentRefused,
     BadFormatting,
     Button,
     ChatRef,
@@ -286,18 +288,24 @@ async def test_polling_delivers_updates_and_confirms_them_only_after_handling(
     assert all(c.params.get("drop_pending_updates") != "true" for c in fake.calls)
 
 
-async def test_polling_downloads_the_largest_photo(fake: FakeTelegram) -> None:
+async def test_a_photo_is_handed_over_unfetched_and_fetches_the_largest_size(
+    fake: FakeTelegram,
+) -> None:
     recorder, stop = Recorder(), anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
         fake.message(42, "what is this?", photo=b"\xff\xd8 full size jpeg")
         await fake.wait_for(lambda: recorder.inbounds)
+        # Handed over before any download: the bridge fetches after admission.
+        assert not fake.calls_of("getFile")
+        [inbound] = recorder.inbounds
+        [photo] = inbound.attachments
+        assert (photo.mime_type, photo.size) == ("image/jpeg", len(b"\xff\xd8 full size jpeg"))
+        assert await photo.fetch(MAX_ATTACHMENT) == b"\xff\xd8 full size jpeg"
+        with pytest.raises(AttachmentRefused, match="over 0 MB"):
+            await photo.fetch(4)
         stop.set()
-    [inbound] = recorder.inbounds
     assert inbound.text == "what is this?"
-    assert [(i.data, i.mime_type) for i in inbound.images] == [
-        (b"\xff\xd8 full size jpeg", "image/jpeg")
-    ]
 
 
 async def test_group_messages_not_addressed_to_the_bot_are_ignored(fake: FakeTelegram) -> None:

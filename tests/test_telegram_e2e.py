@@ -8,7 +8,8 @@ these journeys also show the bridge's outbox keeps to the adapter's limits.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -304,3 +305,59 @@ async def test_start_from_a_new_user_is_answered_with_the_help_text_not_by_the_a
         await fake.bot_message("Talking to the agent", CHAT, within=WAIT)
     assert fake_llm.requests == []
     assert {c["command"] for c in fake.commands} >= {"policy", "verbose", "help"}
+
+
+# --- files: fetched after admission, off the update loop, within their size --------------
+
+EVE_ID, BOB_ID = 666, 43
+EVE: dict[str, Any] = {"id": EVE_ID, "is_bot": False, "first_name": "Eve", "username": "eve"}
+BOB: dict[str, Any] = {"id": BOB_ID, "is_bot": False, "first_name": "Bob", "username": "bob"}
+
+
+async def test_a_strangers_photos_are_never_fetched(fake_llm: FakeLLM, opts: BridgeOptions) -> None:
+    fake_llm.add("QUICK", Reply(text="Quick answer."))
+    opts = dataclasses.replace(opts, allowed_users=frozenset({str(CHAT)}))
+    async with telegram_bot(opts) as fake:
+        fake.file_delay = 2.0
+        for _ in range(4):
+            fake.message(EVE_ID, "look at this", photo=PNG_PIXEL, user=EVE)
+        fake.message(CHAT, "a QUICK one")
+        await fake.bot_message("Quick answer.", CHAT, within=WAIT)
+        await fake.bot_message("not allowed", EVE_ID, within=WAIT)
+    assert fake.downloads == []
+    assert not fake.calls_of("getFile")
+
+
+async def test_a_slow_photo_holds_up_no_other_conversation(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("QUICK", Reply(text="Quick answer."))
+    fake_llm.add("this picture", Reply(text="A picture of a cat."))
+    opts = dataclasses.replace(opts, allowed_users=frozenset({str(CHAT), str(BOB_ID)}))
+    async with telegram_bot(opts) as fake:
+        fake.file_delay = 3.0
+        fake.message(CHAT, "what is in this picture?", photo=PNG_PIXEL)
+        await fake.wait_for(lambda: fake.downloads, within=WAIT)  # its download has begun
+        fake.message(BOB_ID, "a QUICK one", user=BOB)
+        await fake.bot_message("Quick answer.", BOB_ID, within=WAIT)
+        # Bob was answered while Alice's photo was still on its way.
+        assert not [d for d in fake.downloads if d.startswith("done:")]
+        await fake.bot_message("A picture of a cat.", CHAT, within=WAIT)
+    [request] = [r for r in fake_llm.requests if "this picture" in r.last_user_text]
+    assert request.n_images == 1
+
+
+async def test_a_photo_over_the_limit_is_not_fetched_and_its_caption_still_goes_in(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("my caption", Reply(text="Got your caption."))
+    async with telegram_bot(opts) as fake:
+        fake.announced_size = 25 * 2**20
+        fake.message(CHAT, "my caption here", photo=PNG_PIXEL)
+        told = await fake.bot_message("Couldn't fetch your image", CHAT, within=WAIT)
+        await fake.bot_message("Got your caption.", CHAT, within=WAIT)
+    assert "25.0 MB, the limit is 20.0 MB" in told.text
+    assert "your text went on without it" in told.text
+    assert fake.downloads == []
+    [request] = [r for r in fake_llm.requests if "my caption" in r.last_user_text]
+    assert request.n_images == 0

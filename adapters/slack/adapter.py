@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -23,6 +24,8 @@ from adapters.slack.convert import Identity, parse_press_ref
 from adapters.slack.format import fallback_text, format_markdown, message_blocks
 from adapters.slack.forms import modal
 from bridge.model import (
+    MAX_ATTACHMENT,
+    AttachmentRefused,
     BadFormatting,
     ChatRef,
     Keyboard,
@@ -62,7 +65,10 @@ LIMITS = PlatformLimits(
 )
 FILE_PREFIX = "file:"  # message ids of uploads are file ids: deleted with files.delete
 DEFAULT_RETRY_AFTER = 1.0
-MAX_IMAGE_BYTES = 20 * 1024 * 1024
+MAX_IMAGE_BYTES = MAX_ATTACHMENT
+# Where a file's URL may take the bot token: Slack's file host, or the Web API's own
+# host (a self-hosted gateway, the tests' fake). Anything else gets no request at all.
+SLACK_FILE_HOSTS = frozenset({"files.slack.com"})
 DOWNLOAD_TIMEOUT = 30.0
 # The user's message while a run works on it, and after (emoji names, not characters).
 REACTIONS: dict[ReactionState, str] = {"working": "eyes", "done": "white_check_mark", "failed": "x"}
@@ -279,8 +285,16 @@ class SlackAdapter:
             return False
         return True
 
-    async def download(self, url: str) -> tuple[bytes, str] | None:
-        """A file from `url_private` (needs the bot token), or None if it is not an image."""
+    async def download(self, url: str, cap: int = MAX_IMAGE_BYTES) -> bytes:
+        """An image from `url_private`, fetched with the bot token; at most `cap` bytes.
+
+        Raises `AttachmentRefused` with the reason (for the person who sent it): a URL
+        off Slack's file hosts (a remote file may name any URL, and the token must go
+        to Slack alone), a refusal, something that is not an image, or one too large.
+        """
+        if not token_may_go_to(url, str(self.client.base_url)):
+            log.warning("not fetching a file off Slack's hosts: %s", urlsplit(url).netloc)
+            raise AttachmentRefused("it is not on Slack's file servers")
         headers = {"Authorization": f"Bearer {self._token}"}
         timeout = aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT)
         try:
@@ -292,9 +306,22 @@ class SlackAdapter:
                 # Without files:read Slack answers with an HTML sign-in page, not the file.
                 if response.status != 200 or not mime.startswith("image/"):
                     log.warning("image download refused: HTTP %s, %s", response.status, mime)
-                    return None
-                data = await response.content.read(MAX_IMAGE_BYTES + 1)
+                    raise AttachmentRefused("Slack would not hand it over")
+                data = await response.content.read(cap + 1)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             log.warning("image download failed: %s", exc)
-            return None
-        return (data, mime) if len(data) <= MAX_IMAGE_BYTES else None
+            raise AttachmentRefused("it could not be fetched from Slack") from exc
+        if len(data) > cap:
+            raise AttachmentRefused(f"it is over {cap // 2**20} MB")
+        return data
+
+
+def token_may_go_to(url: str, api_base_url: str) -> bool:
+    """Whether `url` is one of Slack's file hosts (https), or the API's own origin."""
+    try:
+        target, api = urlsplit(url), urlsplit(api_base_url)
+    except ValueError:
+        return False
+    if target.scheme == "https" and target.hostname in SLACK_FILE_HOSTS and not target.port:
+        return True
+    return bool(target.netloc) and (target.scheme, target.netloc) == (api.scheme, api.netloc)

@@ -45,6 +45,7 @@ class Identity:
 class ImageFile:
     url: str
     mime_type: str
+    size: int | None = None  # as Slack announced it
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +196,9 @@ def image_files(message: Mapping[str, Any]) -> tuple[ImageFile, ...]:
     for file in message.get("files") or ():
         mime = str(file.get("mimetype") or "")
         url = file.get("url_private_download") or file.get("url_private")
+        size = file.get("size")
         if mime.startswith("image/") and url:
-            found.append(ImageFile(str(url), mime))
+            found.append(ImageFile(str(url), mime, size if isinstance(size, int) else None))
     return tuple(found)
 
 

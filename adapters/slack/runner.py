@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import re
 from collections import OrderedDict
@@ -46,7 +47,7 @@ from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
 from bridge.httpserver import runner
-from bridge.model import Image, PlatformError, Sender
+from bridge.model import Attachment, PlatformError, Sender
 from bridge.router import refusal
 
 if TYPE_CHECKING:
@@ -186,14 +187,13 @@ class Intake:
             if groups:
                 sender = dataclasses.replace(inbound.sender, groups=groups)
                 inbound = dataclasses.replace(inbound, sender=sender)
-        if converted.image_files and not (inbound.from_self or inbound.is_edit):
-            images = []
-            for file in converted.image_files:
-                got = await self.adapter.download(file.url)
-                if got is not None:
-                    images.append(Image(got[0], got[1]))
-            inbound = dataclasses.replace(inbound, images=tuple(images))
-        await self.handle(inbound)
+        # Not downloaded here: the bridge fetches them once the message is admitted,
+        # in the conversation's own task (see `bridge.model.Attachment`).
+        files = tuple(
+            Attachment(f.mime_type, f.size, functools.partial(self.adapter.download, f.url))
+            for f in converted.image_files
+        )
+        await self.handle(dataclasses.replace(inbound, attachments=files))
 
 
 def _cannot_post(error: str) -> str:

@@ -45,11 +45,13 @@ class Me:
 
 @dataclass(frozen=True, slots=True)
 class Incoming:
-    """An update taken for the bridge; `file_id` is an image still to download."""
+    """An update taken for the bridge; `file_id` is an image still to download, of
+    `file_size` bytes as Telegram announced it (None: not said)."""
 
     inbound: Inbound
     file_id: str | None = None
     mime_type: str = PHOTO_MIME
+    file_size: int | None = None
 
 
 def convert(update: Json, me: Me) -> Incoming | None:
@@ -105,7 +107,7 @@ def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming
             return None
         text = _without_mention(text, me)
     text = _START.sub(r"/help\1", text)
-    file_id, mime = _image(message)
+    file_id, mime, size = _image(message)
     if not text and file_id is None:
         return None  # stickers, voice, joins …: nothing the agent can read
     chat = chat_ref(message)
@@ -125,7 +127,7 @@ def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming
         from_self=_is_me(who, me),
         is_edit=is_edit,
     )
-    return Incoming(inbound, file_id, mime)
+    return Incoming(inbound, file_id, mime, size)
 
 
 def _is_group(message: Json) -> bool:
@@ -161,16 +163,21 @@ def _without_mention(text: str, me: Me) -> str:
     return pattern.sub("", text).strip()
 
 
-def _image(message: Json) -> tuple[str | None, str]:
+def _image(message: Json) -> tuple[str | None, str, int | None]:
     sizes = message.get("photo") or ()
     if sizes:
         largest = max(sizes, key=_area)
-        return largest["file_id"], PHOTO_MIME
+        return largest["file_id"], PHOTO_MIME, _size(largest)
     document = message.get("document") or {}
     mime = str(document.get("mime_type", ""))
     if mime.startswith("image/"):  # a photo sent "as file" keeps its quality
-        return document["file_id"], mime
-    return None, PHOTO_MIME
+        return document["file_id"], mime, _size(document)
+    return None, PHOTO_MIME, None
+
+
+def _size(file: Json) -> int | None:
+    size = file.get("file_size")
+    return size if isinstance(size, int) and size >= 0 else None
 
 
 def _utf16_slice(text: str, offset: int, length: int) -> str:

@@ -26,6 +26,7 @@ the bot's HTTP clients close.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from typing import TYPE_CHECKING, Protocol
 
@@ -37,7 +38,7 @@ from telegram.request import HTTPXRequest
 from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
-from bridge.model import Image
+from bridge.model import Attachment, AttachmentRefused
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -172,9 +173,12 @@ async def _register_commands(bot: Bot) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Delivery:
-    """One update into the bridge: convert, fetch the photo if any, `handle`.
+    """One update into the bridge: convert, `handle`.
 
-    Never raises: a bad update is logged, not allowed to stop polling or the webhook.
+    A photo is not downloaded here: the inbound carries it as an `Attachment` that the
+    bridge fetches after admission, in the conversation's task (a stranger's photo is
+    never fetched, and no download holds up the update loop). Never raises: a bad
+    update is logged, not allowed to stop polling or the webhook.
     """
 
     bot: Bot
@@ -188,17 +192,25 @@ class Delivery:
                 return
             inbound = incoming.inbound
             if incoming.file_id is not None:
-                data = await self._download(incoming.file_id)
-                image = Image(data, incoming.mime_type)
-                inbound = dataclasses.replace(inbound, images=(image,))
+                fetch = functools.partial(self._download, incoming.file_id)
+                photo = Attachment(incoming.mime_type, incoming.file_size, fetch)
+                inbound = dataclasses.replace(inbound, attachments=(photo,))
             await self.handle(inbound)
         except Exception:
             log.exception("update %s could not be delivered", update.update_id)
 
-    async def _download(self, file_id: str) -> bytes:
-        with anyio.fail_after(DOWNLOAD_TIMEOUT):
-            file = await self.bot.get_file(file_id)
-            return bytes(await file.download_as_bytearray())
+    async def _download(self, file_id: str, cap: int) -> bytes:
+        try:
+            with anyio.fail_after(DOWNLOAD_TIMEOUT):
+                file = await self.bot.get_file(file_id)
+                if file.file_size is not None and file.file_size > cap:
+                    raise AttachmentRefused(f"it is over {cap // 2**20} MB")
+                data = bytes(await file.download_as_bytearray())
+        except TelegramError as exc:
+            raise AttachmentRefused(f"Telegram would not hand it over: {exc}") from exc
+        if len(data) > cap:
+            raise AttachmentRefused(f"it is over {cap // 2**20} MB")
+        return data
 
 
 @dataclasses.dataclass

@@ -151,6 +151,11 @@ class FakeTelegram:
         self.confirmed = 0  # the highest offset a getUpdates call has passed
         self.answers: dict[str, tuple[str, bool]] = {}  # query id → (text, alert)
         self.files: dict[str, tuple[str, bytes]] = {}  # file_id → (file_path, data)
+        # File downloads: how long each takes, and the file paths asked for, in order
+        # (with a "done:" entry when one has been answered).
+        self.file_delay = 0.0
+        self.downloads: list[str] = []
+        self.announced_size: int | None = None  # a photo's file_size, if not its real one
         self.webhook = ""  # the URL setWebhook set; getUpdates then answers 409
         self.webhook_secret = ""
         self.webhook_updates: list[str] = []  # its allowed_updates
@@ -342,8 +347,11 @@ class FakeTelegram:
 
     async def _file(self, request: web.Request) -> web.Response:
         path = request.match_info["path"]
+        self.downloads.append(path)
+        await asyncio.sleep(self.file_delay)
         for file_path, data in self.files.values():
             if file_path == path and request.match_info["token"] == self.token:
+                self.downloads.append(f"done:{path}")
                 return web.Response(body=data, content_type="application/octet-stream")
         return web.Response(status=404)
 
@@ -509,7 +517,7 @@ class FakeTelegram:
                     "file_unique_id": f"u{file_id}",
                     "width": width,
                     "height": width * 3 // 4,
-                    "file_size": len(data),
+                    "file_size": len(data) if self.announced_size is None else self.announced_size,
                 }
             )
         return sizes
