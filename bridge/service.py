@@ -18,10 +18,12 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Self
 
 import anyio
 
+from bridge.admission import ADMIT_TRIES, GIVEN_UP, AdmissionFailed
 from bridge.conversation import Services
 from bridge.model import AnswerPress, Send
 from bridge.outbox import Outbox
@@ -41,7 +43,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FLUSH_ON_EXIT = 10.0  # last messages ("interrupted by restart") get this long to go out
+FAILED_KEPT = 1000  # delivery ids with failed admissions remembered (their try count)
 REFUSAL_TTL = 24 * 60 * 60
+
+
+class _StoreDown(Exception):
+    """The store failed while an inbound was being admitted."""
 
 
 def new_token() -> str:
@@ -79,6 +86,7 @@ class Bridge:
             prefixes=prefixes,
         )
         self.supervisor = Supervisor(self.services)
+        self._failed: OrderedDict[str, int] = OrderedDict()  # delivery id → failed tries
         self._tg: TaskGroup | None = None
 
     async def __aenter__(self) -> Self:
@@ -108,19 +116,46 @@ class Bridge:
         return await self._tg.__aexit__(exc_type, exc, tb)
 
     async def handle(self, inbound: Inbound) -> None:
-        """Admit one platform update and hand it on; never raises for its content."""
+        """Admit one platform update and hand it on; never raises for its content.
+
+        Raises `AdmissionFailed` when the store failed before the update was taken in:
+        the adapter must not confirm it (bridge/admission.py). After `ADMIT_TRIES`
+        attempts of one delivery the person is told instead, and this returns.
+        """
         try:
             await self._admit(inbound, self.services.clock())
+        except _StoreDown as down:
+            tries = self._failed.pop(inbound.event_id, 0) + 1
+            log.warning("store failed admitting %s (try %d): %s", inbound.key, tries, down)
+            if tries < ADMIT_TRIES and inbound.event_id:
+                self._failed[inbound.event_id] = tries
+                while len(self._failed) > FAILED_KEPT:
+                    self._failed.popitem(last=False)
+                raise AdmissionFailed(str(down)) from down
+            self._tell_failed(inbound)
         except Exception:
             log.exception("inbound for %s failed", inbound.key)
+        else:
+            self._failed.pop(inbound.event_id, None)
+
+    def _tell_failed(self, inbound: Inbound) -> None:
+        if inbound.press is not None:
+            press = AnswerPress(inbound.press.press_id, GIVEN_UP, alert=True)
+            self.outbox.submit(inbound.key, inbound.chat, [press])
+        else:
+            self._say(inbound, GIVEN_UP)
 
     async def _admit(self, inbound: Inbound, arrived: float) -> None:
         gate = screen(inbound, self.options.allowed_users)
         if gate is not None and gate.action == "drop":
             return
-        if inbound.event_id and await self.store.seen(
-            f"in:{inbound.event_id}", self.options.dedupe_ttl
-        ):
+        try:
+            duplicate = bool(inbound.event_id) and await self.store.seen(
+                f"in:{inbound.event_id}", self.options.dedupe_ttl
+            )
+        except Exception as exc:  # any backend's failure: nothing was taken in yet
+            raise _StoreDown(f"{type(exc).__name__}: {exc}") from exc
+        if duplicate:
             return
         if gate is not None:
             await self._refuse(inbound)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sqlite3
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -17,7 +18,7 @@ import pytest
 from adapters.telegram.runner import serve
 from adapters.telegram.settings import TelegramSettings
 from bridge.service import Bridge
-from bridge.store import open_store
+from bridge.store import SQLITE_FILENAME, SqliteStore
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
@@ -61,9 +62,26 @@ def opts(agent_home: AgentHome, tmp_path: Path) -> BridgeOptions:
     return options(tmp_path / "data", agent_home.argv(DEFAULT_VERSION), agent_home.env())
 
 
+class FlakyStore(SqliteStore):
+    """The real sqlite store, whose dedupe check fails the first `failures` times as a
+    locked database does."""
+
+    failures = 0
+
+    async def seen(self, dedupe_key: str, ttl: float) -> bool:
+        if dedupe_key.startswith("in:") and self.failures > 0:
+            self.failures -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return await super().seen(dedupe_key, ttl)
+
+
 @contextlib.asynccontextmanager
-async def bridge_for(adapter: Adapter, bot_name: str, opts: BridgeOptions) -> AsyncIterator[Bridge]:
-    store = await open_store("sqlite", opts.data_dir)
+async def bridge_for(
+    adapter: Adapter, bot_name: str, opts: BridgeOptions, failures: int = 0
+) -> AsyncIterator[Bridge]:
+    store = await FlakyStore.open(opts.data_dir / SQLITE_FILENAME)
+    assert isinstance(store, FlakyStore)
+    store.failures = failures
     try:
         async with Bridge(adapter, store, opts, bot_name=bot_name) as bridge:
             yield bridge
@@ -73,7 +91,7 @@ async def bridge_for(adapter: Adapter, bot_name: str, opts: BridgeOptions) -> As
 
 @contextlib.asynccontextmanager
 async def telegram_bot(
-    opts: BridgeOptions, *, webhook: bool = False
+    opts: BridgeOptions, *, webhook: bool = False, store_failures: int = 0
 ) -> AsyncIterator[FakeTelegram]:
     """The fake Bot API with the whole bridge polling it (or, with `webhook`, serving
     a webhook on 127.0.0.1 that the fake's `push()` POSTs to), stopped on exit."""
@@ -96,7 +114,11 @@ async def telegram_bot(
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(
-                lambda: serve(settings, lambda a, name: bridge_for(a, name, opts), stop=stop)
+                lambda: serve(
+                    settings,
+                    lambda a, name: bridge_for(a, name, opts, store_failures),
+                    stop=stop,
+                )
             )
             try:
                 if webhook:
@@ -361,3 +383,33 @@ async def test_a_photo_over_the_limit_is_not_fetched_and_its_caption_still_goes_
     assert fake.downloads == []
     [request] = [r for r in fake_llm.requests if "my caption" in r.last_user_text]
     assert request.n_images == 0
+
+
+# --- the store failing at admission: the update comes again, or the person is told -------
+
+
+async def test_a_message_the_store_failed_to_take_in_is_delivered_again(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("LOCKED", Reply(text="Got it after all."))
+    async with telegram_bot(opts, store_failures=2) as fake:
+        fake.message(CHAT, "a LOCKED moment")
+        await fake.bot_message("Got it after all.", CHAT, within=WAIT)
+        await fake.wait_for(lambda: fake.confirmed > 0, within=WAIT)
+    assert requests_with(fake_llm, "a LOCKED moment") == 1
+    assert fake.find("could not take your message", CHAT) is None
+
+
+@pytest.mark.parametrize("webhook", [False, True], ids=["polling", "webhook"])
+async def test_a_message_the_store_never_takes_in_is_named_not_lost_in_silence(
+    fake_llm: FakeLLM, opts: BridgeOptions, webhook: bool
+) -> None:
+    async with telegram_bot(opts, webhook=webhook, store_failures=1000) as fake:
+        fake.message(CHAT, "into the void")
+        if webhook:
+            assert await fake.push() == [200]
+        told = await fake.bot_message("could not take your message", CHAT, within=WAIT)
+        if not webhook:  # let go of at last: the next poll confirms it
+            await fake.wait_for(lambda: fake.confirmed > 0, within=WAIT)
+    assert "Please send it again" in told.text
+    assert requests_with(fake_llm, "into the void") == 0

@@ -46,6 +46,7 @@ from adapters.slack.convert import (
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
+from bridge.admission import until_taken
 from bridge.httpserver import runner
 from bridge.model import Attachment, PlatformError, Sender
 from bridge.router import refusal
@@ -193,7 +194,9 @@ class Intake:
             Attachment(f.mime_type, f.size, functools.partial(self.adapter.download, f.url))
             for f in converted.image_files
         )
-        await self.handle(dataclasses.replace(inbound, attachments=files))
+        # Slack was acked already: an inbound the bridge could not take in is handed
+        # in again here (bridge/admission.py).
+        await until_taken(self.handle, dataclasses.replace(inbound, attachments=files))
 
 
 def _cannot_post(error: str) -> str:

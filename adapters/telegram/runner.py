@@ -38,10 +38,11 @@ from telegram.request import HTTPXRequest
 from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
+from bridge.admission import AdmissionFailed, retry_delay
 from bridge.model import Attachment, AttachmentRefused
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
     from contextlib import AbstractAsyncContextManager
 
     from adapters.telegram.settings import TelegramSettings
@@ -177,8 +178,9 @@ class Delivery:
 
     A photo is not downloaded here: the inbound carries it as an `Attachment` that the
     bridge fetches after admission, in the conversation's task (a stranger's photo is
-    never fetched, and no download holds up the update loop). Never raises: a bad
-    update is logged, not allowed to stop polling or the webhook.
+    never fetched, and no download holds up the update loop). Raises only
+    `AdmissionFailed` (the bridge's store failed: deliver the update again); any other
+    failure of one update is logged, not allowed to stop polling or the webhook.
     """
 
     bot: Bot
@@ -196,6 +198,8 @@ class Delivery:
                 photo = Attachment(incoming.mime_type, incoming.file_size, fetch)
                 inbound = dataclasses.replace(inbound, attachments=(photo,))
             await self.handle(inbound)
+        except AdmissionFailed:
+            raise
         except Exception:
             log.exception("update %s could not be delivered", update.update_id)
 
@@ -222,6 +226,7 @@ class Poller:
     timeout: int
     offset: int | None = None
     confirmed: int | None = None
+    _unconfirmed: dict[int, int] = dataclasses.field(default_factory=dict)  # id → tries
 
     async def run(self, deliver: Callable[[Update], Awaitable[None]]) -> None:
         failures = 0
@@ -243,9 +248,23 @@ class Poller:
                 continue
             failures = 0
             self.confirmed = self.offset
-            for update in updates:
+            await self._deliver_all(updates, deliver)
+
+    async def _deliver_all(
+        self, updates: Sequence[Update], deliver: Callable[[Update], Awaitable[None]]
+    ) -> None:
+        """Each in turn; the offset stops before one the bridge could not take in, so
+        the next getUpdates hands it out again (after a pause for the store)."""
+        for update in updates:
+            try:
                 await deliver(update)
-                self.offset = update.update_id + 1
+            except AdmissionFailed:
+                tries = self._unconfirmed.get(update.update_id, 0) + 1
+                self._unconfirmed[update.update_id] = tries
+                await anyio.sleep(retry_delay(tries))
+                return
+            self._unconfirmed.pop(update.update_id, None)
+            self.offset = update.update_id + 1
 
     async def confirm(self) -> None:
         """Tell Telegram what was handled (bounded: it is one more getUpdates)."""

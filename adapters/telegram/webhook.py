@@ -25,6 +25,7 @@ import anyio
 from aiohttp import web
 from telegram import Update
 
+from bridge.admission import until_taken
 from bridge.httpserver import READ_TIMEOUT, runner
 
 if TYPE_CHECKING:
@@ -76,7 +77,9 @@ class WebhookServer:
             task_status.started()
             async with self._receive:
                 async for update in self._receive:
-                    await self._deliver(update)
+                    # Telegram was answered already: an update the bridge could not
+                    # take in is handed in again here (bridge/admission.py).
+                    await until_taken(self._deliver, update)
         finally:
             await self._stop_http()
 
