@@ -8,10 +8,12 @@ its delivery id, in the same process and after a restart on the same store.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import pytest
 
+from adapters.telegram.convert import Me, convert
 from bridge.model import Inbound
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import CHAT, KEY, OWNER, options, running_bridge
@@ -58,3 +60,30 @@ async def test_a_redelivered_message_starts_no_second_run_even_after_a_restart(
         await then_answered(chat, "and RAISIN", "Raisins noted.")
 
     assert requests_with(fake_llm, "count PEAR once") == 1
+
+
+async def test_two_bots_sharing_one_store_each_take_their_own_update_one(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    # Telegram numbers updates per bot: both bots' first update is update 1.
+    fake_llm.add("PLUM", Reply(text="Plums noted."))
+    update = {
+        "update_id": 1,
+        "message": {
+            "message_id": 5,
+            "date": 0,
+            "chat": {"id": 42, "type": "private"},
+            "from": {"id": 42, "is_bot": False, "first_name": "Alice"},
+            "text": "PLUM from the other bot",
+        },
+    }
+    opts = options(tmp_path / "data", agent_home.argv(DEFAULT_VERSION), agent_home.env())
+    for bot_id in (111, 222):
+        incoming = convert(update, Me(bot_id, f"bot{bot_id}"))
+        assert incoming is not None
+        inbound = dataclasses.replace(incoming.inbound, key=KEY, chat=CHAT)
+        async with running_bridge(opts) as chat:  # the same data dir: the same store
+            await chat.bridge.handle(inbound)
+            await chat.shown("Plums noted.")
+            await chat.idle()
+    assert requests_with(fake_llm, "PLUM from the other bot") == 2

@@ -47,7 +47,12 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
     (
         "a private message",
         update(message=message(PRIVATE, "list the files")),
-        {"key": "tg:42", "chat": ChatRef("42"), "text": "list the files", "event_id": "tg:555"},
+        {
+            "key": "tg:42",
+            "chat": ChatRef("42"),
+            "text": "list the files",
+            "event_id": "tg:123456:555",  # the bot's id: update ids count per bot
+        },
     ),
     (
         "a command with the bot's name is kept as text",

@@ -182,7 +182,11 @@ class Intake:
         return False
 
     async def _deliver(self, converted: Converted) -> None:
+        # Delivery ids under this bot's own name: two apps in one workspace sharing a
+        # store must not drop each other's copy of the same event.
         inbound = converted.inbound
+        scoped = f"{self.me.team_id}:{self.me.user_id}:{inbound.event_id}"
+        inbound = dataclasses.replace(inbound, event_id=scoped)
         if not (inbound.from_self or inbound.sender.is_bot):
             groups = await self._groups_of(inbound.sender.id)
             if groups:

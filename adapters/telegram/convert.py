@@ -10,8 +10,9 @@ Group and supergroup chats are marked `ChatRef.is_group` (they are paced more
 strictly). A photo is not fetched here: the result names the largest size's
 `file_id` and the caller downloads it.
 
-Invariant: `event_id` is ``tg:<update_id>``, so a redelivered update is dropped
-by the bridge's dedupe whatever its content.
+Invariant: `event_id` is ``tg:<bot id>:<update_id>``, so a redelivered update is dropped
+by the bridge's dedupe whatever its content, and another bot's update of the same id
+in the same store is not.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class Incoming:
 
 def convert(update: Json, me: Me) -> Incoming | None:
     """The bridge's view of one update, or None when it is not for the bridge."""
-    event_id = f"tg:{update['update_id']}"
+    # Update ids count per bot: two bots sharing one store would drop each other's.
+    event_id = f"tg:{me.id}:{update['update_id']}"
     if (query := update.get("callback_query")) is not None:
         return _press(query, event_id, me)
     for field, is_edit in (("message", False), ("edited_message", True)):
