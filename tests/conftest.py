@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -41,3 +42,13 @@ async def fake_llm() -> AsyncIterator[FakeLLM]:
 def agent_home(tmp_path: Path, fake_llm: FakeLLM) -> AgentHome:
     """HOME and agent config dir under tmp_path, pointing the agents at `fake_llm`."""
     return make_agent_home(tmp_path / "agent-home", fake_llm.base_url)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many examples the fuzz suite ran, per target (tests/test_fuzz.py)."""
+    fuzz = sys.modules.get("tests.test_fuzz")
+    counts = getattr(fuzz, "EXAMPLES", None)
+    if counts:
+        terminalreporter.section("fuzz examples")
+        for target, count in sorted(counts.items()):
+            terminalreporter.write_line(f"{target}: {count} examples")

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from adapters.malformed import ignore_malformed
 from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
 from bridge.router import CONTROL_COMMANDS
 
@@ -78,6 +79,7 @@ def candidate_thread(body: Mapping[str, Any], me: Identity) -> str | None:
     return thread_key(_team(body, me), channel, thread_ts)
 
 
+@ignore_malformed
 def from_event(
     body: Mapping[str, Any], me: Identity, known_threads: Container[str] = frozenset()
 ) -> Converted | None:
@@ -202,6 +204,7 @@ def image_files(message: Mapping[str, Any]) -> tuple[ImageFile, ...]:
     return tuple(found)
 
 
+@ignore_malformed
 def from_action(body: Mapping[str, Any], me: Identity) -> Converted | None:
     """A `block_actions` payload (a press on one of the bridge's buttons) as an Inbound."""
     actions = body.get("actions") or ()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from adapters.malformed import ignore_malformed
 from adapters.slack.convert import Converted
 from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
 
@@ -93,6 +94,7 @@ def _note(form: Form) -> list[Json]:
     return [{"type": "context", "elements": [{"type": "plain_text", "text": note}]}]
 
 
+@ignore_malformed
 def from_submission(body: Mapping[str, Any]) -> Converted | None:
     """A `view_submission` of one of the bridge's modals as a press carrying the text."""
     view = body.get("view") or {}

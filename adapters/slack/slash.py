@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from adapters.malformed import ignore_malformed
 from adapters.slack.convert import clean_text, dm_key, is_dm, press_ref, thread_key
 from adapters.slack.format import fallback_text
 from bridge.model import ChatRef, Inbound, Sender
@@ -52,6 +53,7 @@ class SlashTask:
         return press_ref(self.channel, self.user, "")
 
 
+@ignore_malformed
 def from_command(body: Mapping[str, Any], me: Identity) -> SlashTask | None:
     """The task a `/pi` command carries; None when it asks for the usage (or is
     not a command Slack would send)."""

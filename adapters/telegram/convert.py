@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from adapters.malformed import ignore_malformed
 from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Incoming:
     file_size: int | None = None
 
 
+@ignore_malformed
 def convert(update: Json, me: Me) -> Incoming | None:
     """The bridge's view of one update, or None when it is not for the bridge."""
     # Update ids count per bot: two bots sharing one store would drop each other's.

@@ -56,7 +56,9 @@ def _slow_path(record: bytes, exc: ValidationError) -> Decoded:
         return _malformed(record, "no string 'type' field")
     if kind == "extension_ui_request" and isinstance(obj.get("id"), str):
         method = obj.get("method")
-        if not isinstance(method, str) or method not in _KNOWN_UI_METHODS:
+        if not isinstance(method, str):
+            return _malformed(record, "extension_ui_request: method: not a string")
+        if method not in _KNOWN_UI_METHODS:
             return OtherUIRequest.model_validate(obj)
     if kind not in KNOWN_TYPES:
         return UnknownEvent.model_validate(obj)
