@@ -1,7 +1,7 @@
 """Logging setup: one line per record on stderr, as JSON or for a human, never a secret.
 
 `PI_BRIDGE_LOG_FORMAT` (`json` | `console`) and `PI_BRIDGE_LOG_LEVEL` pick the
-shape and the threshold (via `bridge.config`). Secret values found in the
+shape and the threshold (via `bridge.app.config`). Secret values found in the
 environment (bot tokens, signing secrets, provider keys, a store password) are
 replaced by `***` in every record, including tracebacks: HTTP client libraries
 log request URLs, and the Telegram Bot API puts the token in the URL.

@@ -1,6 +1,6 @@
 """The knobs of the platform-neutral bridge, already validated.
 
-`bridge.config` (issue: configuration) builds these from the TOML file and the
+`bridge.app.config` (issue: configuration) builds these from the TOML file and the
 environment; tests and the console build them directly. Every duration is in
 seconds.
 """

@@ -1,6 +1,6 @@
 """`pi-bridge` as an operator runs it: a real subprocess, real agent, fake LLM and platforms.
 
-Each test starts `python -m bridge.cli` in a temporary working directory (so no
+Each test starts `python -m bridge.app.cli` in a temporary working directory (so no
 stray ./pi-bridge.toml is read) with a minimal environment: the agent command
 points at the project-installed pi on the fake LLM, the data dir is under
 tmp_path. Platform checks go to the fake Telegram and Slack servers on 127.0.0.1.
@@ -51,7 +51,7 @@ def cli_env(tmp_path: Path, home: AgentHome | None = None, **extra: str) -> dict
 
 
 def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bridge.cli", *args]
+    return [sys.executable, "-m", "bridge.app.cli", *args]
 
 
 def write_config(tmp_path: Path, text: str) -> str:

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.config import ConfigError, load_config
+from bridge.app.config import ConfigError, load_config
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
 from bridge.options import safe_name
 
 if TYPE_CHECKING:
-    from bridge.config import Loaded
+    from bridge.app.config import Loaded
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "deploy" / "pi-bridge.example.toml"
 BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/someone"}

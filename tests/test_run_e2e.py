@@ -1,6 +1,6 @@
 """`pi-bridge run` as it runs on a server: one process, Telegram and Slack, the redis store.
 
-The whole stack, nothing stubbed of ours: `python -m bridge.cli run` as a real
+The whole stack, nothing stubbed of ours: `python -m bridge.app.cli run` as a real
 subprocess with the store on a real `redis-server`, the real python-telegram-bot
 and slack-bolt against the project's fake Telegram and Slack servers, the real
 agent against the scripted fake LLM, all on 127.0.0.1. One conversation per

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from bridge.config import ConfigError, load_config, open_platforms
+from bridge.app.config import ConfigError, load_config, open_platforms
 from bridge.logs import RedactedStream, TextOut, redactor, setup_logging
 from bridge.metrics import Metrics, serve_metrics
 from bridge.sandbox import contain, make_undumpable, probe
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 
     from adapters.console import ConsoleAdapter
-    from bridge.config import Loaded
+    from bridge.app.config import Loaded
     from bridge.metrics import Counted
     from bridge.model import Adapter
     from bridge.options import BridgeOptions
