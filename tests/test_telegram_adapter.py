@@ -27,7 +27,7 @@ from bridge.model import (
     TransientError,
 )
 from bridge.router import CONTROL_COMMANDS
-from tests.support.fake_telegram import ALICE, SECRET, TOKEN, FakeTelegram
+from tests.support.fake_telegram import ALICE, BOT_USER, SECRET, TOKEN, FakeTelegram
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ async def test_polling_delivers_updates_and_confirms_them_only_after_handling(
         await fake.wait_for(lambda: len(recorder.inbounds) == 2)
         stop.set()
     assert [i.text for i in recorder.inbounds] == ["hello", "again"]
-    assert recorder.inbounds[0].event_id == "tg:1"
+    assert recorder.inbounds[0].event_id == f"tg:{BOT_USER['id']}:1"  # under the bot's id
     assert recorder.inbounds[0].sender.id == str(ALICE["id"])
     assert first.message_id == 1
     assert fake.confirmed == 3
@@ -349,7 +349,7 @@ async def test_an_update_not_yet_handled_at_shutdown_is_delivered_after_a_restar
         await fake.wait_for(lambda: restarted.inbounds)
         stop.set()
     assert [(i.event_id, i.text) for i in restarted.inbounds] == [
-        ("tg:1", "sent just before a restart")
+        (f"tg:{BOT_USER['id']}:1", "sent just before a restart")
     ]
 
 
