@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import anyio
 
 from bridge.model import Button, Send, Upload, rows
+from bridge.render.textbits import clip
 from bridge.rpc.commands import (
     ClearQueue,
     Clone,
@@ -357,8 +358,8 @@ def _data(value: object) -> dict[str, Any]:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """On one line (a picker label, a list entry), then clipped."""
+    return clip(" ".join(text.split()), limit)
 
 
 _COMMANDS: dict[str, Callable[[Conversation, str], Awaitable[list[Op]]]] = {

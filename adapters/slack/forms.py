@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from adapters.malformed import ignore_malformed
 from adapters.slack.convert import Converted
 from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
+from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -122,5 +123,4 @@ def _plain(text: str) -> Json:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text.strip(), limit)

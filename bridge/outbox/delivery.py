@@ -11,7 +11,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -33,6 +33,7 @@ from bridge.model import (
 from bridge.outbox.lanes import Entry, Lane, kind_of, slot_of
 from bridge.outbox.pacing import Budget, backoff, interval
 from bridge.outbox.slots import SlotMap
+from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -50,8 +51,6 @@ log = logging.getLogger("bridge.outbox")
 EDIT_MARGIN = 0.05
 # How often a chat holding only routine edits looks for a spare edit again.
 SPARE_POLL = 0.25
-
-ELLIPSIS: Final = "…"
 
 
 @dataclass(slots=True)
@@ -464,10 +463,10 @@ class Outbox:
     def _clip(self, op: Op) -> Op | None:
         """`op` cut to the platform's length limit, as plain text; None if not textual."""
         if isinstance(op, Send | Edit):
-            text = _clip(op.plain or op.text, self._limits.max_text)
+            text = clip(op.plain or op.text, self._limits.max_text)
             return replace(op, text=text, plain="", markup="plain")
         if isinstance(op, Upload) and op.caption:
-            return replace(op, caption=_clip(op.caption, self._limits.max_caption))
+            return replace(op, caption=clip(op.caption, self._limits.max_caption))
         return None
 
 
@@ -508,12 +507,6 @@ def _routine(op: Op) -> bool:
 
 def _as_send(edit: Edit) -> Send:
     return Send(edit.slot, edit.text, plain=edit.plain, markup=edit.markup, buttons=edit.buttons)
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: max(0, limit - 1)] + ELLIPSIS
 
 
 def _log_drop(lane: Lane, entry: Entry, error: Exception | None) -> None:
