@@ -10,7 +10,7 @@ Message bodies are the call sites' business: they log them at DEBUG only.
 Values are hidden before a record is shaped: a JSON line is built from redacted
 fields, so a secret holding `"` or `\\` (which `json.dumps` would escape past
 recognition) is hidden too. What the CLI prints (start-up errors, `check`) goes
-through the same `Redactor` (`redactor()`).
+through the same `Redactor` (`redactor()`), and so do Python warnings (logged).
 """
 
 from __future__ import annotations
@@ -158,5 +158,8 @@ def setup_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # `warnings.warn` (libraries' deprecations and misuse notes) writes to stderr on its
+    # own, past this handler and its redactor: routed through the log instead.
+    logging.captureWarnings(True)
     for name in _CHATTY:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

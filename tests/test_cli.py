@@ -106,6 +106,12 @@ BROKEN = [
     ("env value", "", {"PI_BRIDGE_METRICS_PORT": "nine"}, ["PI_BRIDGE_METRICS_PORT"]),
     ("secret in file", '[telegram]\nbot_token = "1:zzz-secret"\n', {}, ["TELEGRAM_BOT_TOKEN"]),
     ("slack mode", "", {"SLACK_BOT_TOKEN": "xoxb-1"}, ["SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"]),
+    (
+        "no allowlist",
+        "",
+        {"TELEGRAM_BOT_TOKEN": "1:abc"},
+        ["TELEGRAM_ALLOWED_USERS", "PI_BRIDGE_ALLOW_EVERYONE=true"],
+    ),
 ]
 
 
@@ -133,6 +139,31 @@ async def test_run_with_a_broken_config_says_what_without_a_traceback(tmp_path: 
     assert done.returncode == 2
     assert "PI_BRIDGE_STORE" in err
     assert "Traceback" not in err
+
+
+async def test_a_warning_while_reading_the_configuration_is_logged_like_every_other(
+    tmp_path: Path,
+) -> None:
+    # Logged before the log is set up, it went out raw, past the redactor.
+    config = write_config(tmp_path, "[telegram]\npaced_for_groups = true\n")
+    env = cli_env(tmp_path, PI_BRIDGE_CONFIG=config, TELEGRAM_BOT_TOKEN="1:abc")
+    done = await run_cli(tmp_path, env, "check")
+    err = done.stderr.decode()
+    assert re.search(r"WARNING +bridge\.app\.config: telegram\.paced_for_groups", err), err
+
+
+async def test_run_open_to_everyone_on_purpose_warns_loudly_at_start(tmp_path: Path) -> None:
+    async with FakeTelegram() as telegram:
+        env = cli_env(
+            tmp_path,
+            TELEGRAM_BOT_TOKEN="999:refused-token",  # the fake refuses it: run stops at once
+            TELEGRAM_API_BASE_URL=telegram.base_url,
+            PI_BRIDGE_ALLOW_EVERYONE="true",
+            PI_BRIDGE_SANDBOX="off",
+        )
+        done = await run_cli(tmp_path, env, "run")
+    err = done.stderr.decode()
+    assert re.search(r"WARNING .*telegram has no allowlist.*EVERYONE", err), err
 
 
 @pytest.mark.agent

@@ -13,9 +13,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from adapters.slack.settings import SlackSettings
+from adapters.telegram.convert import Me, convert
+from adapters.telegram.settings import TelegramSettings
 from bridge.app.config import ConfigError, load_config
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
 from bridge.options import safe_name
+from bridge.router import screen
 
 if TYPE_CHECKING:
     from bridge.app.config import Loaded
@@ -185,6 +189,14 @@ BROKEN: list[tuple[str, str, dict[str, str], list[str]]] = [
         {"TELEGRAM_BOT_TOKEN": "1:abc"},
         ["telegram.webhook_secret", "TELEGRAM_WEBHOOK_SECRET"],
     ),
+    ("per-user cap of zero", "[limits]\nmax_per_user = 0\n", {}, ["limits.max_per_user"]),
+    (
+        "per-user cap not a number",
+        "",
+        {"PI_BRIDGE_MAX_PER_USER": "four"},
+        ["PI_BRIDGE_MAX_PER_USER"],
+    ),
+    ("everyone, maybe", "", {"PI_BRIDGE_ALLOW_EVERYONE": "maybe"}, ["PI_BRIDGE_ALLOW_EVERYONE"]),
     ("not toml", "store = \n", {}, ["not valid TOML"]),
     ("missing file", "", {"PI_BRIDGE_CONFIG": "/nonexistent/pi.toml"}, ["PI_BRIDGE_CONFIG"]),
 ]
@@ -345,6 +357,7 @@ def test_logs_hide_secret_values(capsys: pytest.CaptureFixture[str]) -> None:
             logging.getLogger("bridge.test").exception("store failed")
     finally:
         root.handlers[:], root.level = saved
+        logging.captureWarnings(False)
     out = stream.getvalue()
     assert "SECRET-token-value" not in out
     assert "pa55word1" not in out
@@ -476,3 +489,64 @@ def test_the_per_user_cap_reaches_the_bridge(tmp_path: Path) -> None:
     loaded = load(tmp_path, "[limits]\nmax_per_user = 2\n", {})
     assert loaded.options.max_per_user == 2
     assert load(tmp_path, None, {"PI_BRIDGE_MAX_PER_USER": "1"}).options.max_per_user == 1
+
+
+def test_an_empty_allowlist_refuses_everyone_at_the_gate(tmp_path: Path) -> None:
+    loaded = load(tmp_path, "[telegram]\nallowed_users = []\n", {"TELEGRAM_BOT_TOKEN": "1:a"})
+    assert loaded.telegram is not None
+    update = {
+        "update_id": 1,
+        "message": {
+            "message_id": 5,
+            "date": 0,
+            "chat": {"id": 42, "type": "private"},
+            "from": {"id": 42, "is_bot": False, "first_name": "Alice"},
+            "text": "hello",
+        },
+    }
+    incoming = convert(update, Me(1, "bot"))
+    assert incoming is not None
+    gate = screen(incoming.inbound, loaded.telegram.allowed_users)
+    assert gate is not None
+    assert gate.action == "refuse"
+
+
+@pytest.mark.parametrize("value", [" , ", ","])
+def test_the_adapters_own_environment_readers_keep_an_empty_allowlist_empty(value: str) -> None:
+    # A list that is set but names nobody lets nobody in; only an unset one is "no list".
+    telegram = TelegramSettings.from_env(
+        {"TELEGRAM_BOT_TOKEN": "1:a", "TELEGRAM_ALLOWED_USERS": value}
+    )
+    slack = SlackSettings.from_env(
+        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "SLACK_ALLOWED_USERS": value}
+    )
+    assert telegram.allowed_users == frozenset()
+    assert slack.allowed_users == frozenset()
+    assert TelegramSettings.from_env({"TELEGRAM_BOT_TOKEN": "1:a"}).allowed_users is None
+
+
+SLACK_HTTP = {
+    "SLACK_BOT_TOKEN": "xoxb-1",
+    "SLACK_SIGNING_SECRET": "sig",
+    "SLACK_ALLOWED_USERS": "U1",
+}
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "host"),
+    [
+        (None, {}, "127.0.0.1"),
+        ('[slack]\nhttp_host = "::1"\n', {}, "::1"),
+        ('[slack]\nhttp_host = "::1"\n', {"SLACK_HTTP_HOST": "0.0.0.0"}, "0.0.0.0"),
+    ],
+    ids=["by default", "from the file", "from the environment"],
+)
+def test_slack_http_mode_listens_on_loopback_unless_told_otherwise(
+    tmp_path: Path, toml: str | None, env: dict[str, str], host: str
+) -> None:
+    loaded = load(tmp_path, toml, SLACK_HTTP | env)
+    assert loaded.slack is not None
+    assert loaded.slack.http_host == host
+    assert SlackSettings.from_env(SLACK_HTTP | env).http_host == (
+        "127.0.0.1" if "SLACK_HTTP_HOST" not in env else host
+    )

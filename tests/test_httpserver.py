@@ -2,9 +2,9 @@
 
 A slowloris client opens many connections and trickles each request in; aiohttp on
 its own kept 200 of 200 open for good. Here, on real servers on 127.0.0.1 with a
-short injected deadline: the generic runner, the metrics endpoint and the Telegram
-webhook each close a request whose head or body does not arrive in time, and still
-serve a whole one.
+short injected deadline: the generic runner, the metrics endpoint, the Telegram
+webhook and Slack's HTTP mode each close a request whose head or body does not arrive
+in time, and still serve a whole one.
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 from telegram import Bot
 
+from adapters.slack.runner import serve as serve_slack
+from adapters.slack.settings import SlackSettings
 from adapters.telegram.webhook import WebhookServer
 from bridge.httpserver import runner
 from bridge.metrics import Metrics, serve_metrics
@@ -83,6 +87,15 @@ async def test_fifty_half_sent_requests_are_all_closed_and_a_whole_one_is_served
     assert b"got 2" in answer
 
 
+async def test_a_body_over_the_cap_is_refused_without_reaching_the_handler() -> None:
+    body = b"x" * (1024**2 + 1)  # aiohttp's own cap (`client_max_size`), which every app keeps
+    head = f"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    async with hook_app() as port:
+        answer = await closed_within(port, head + body, 5)
+    assert answer is not None
+    assert b"413" in answer.split(b"\r\n")[0]
+
+
 async def serve_until(
     start: Callable[[anyio.abc.TaskGroup], Awaitable[None]], port: int, payload: bytes
 ) -> bytes | None:
@@ -128,3 +141,24 @@ async def test_the_telegram_webhook_closes_a_half_sent_request(payload: bytes) -
         await tg.start(server.run)
 
     assert await serve_until(start, port, payload) is not None
+
+
+@pytest.mark.parametrize("payload", [HALF_HEAD, HALF_BODY], ids=["head", "body"])
+async def test_slack_http_mode_closes_a_half_sent_request(payload: bytes) -> None:
+    port = free_port()
+    settings = SlackSettings(
+        bot_token="xoxb-1", signing_secret="s3cret-value", http_host="127.0.0.1", http_port=port
+    )
+    # Nothing may reach Slack: the client points at a closed port.
+    client = AsyncWebClient(token=settings.bot_token, base_url="http://127.0.0.1:9/")
+    app = AsyncApp(signing_secret=settings.signing_secret, client=client)
+    at_events = payload.replace(b"/hook", b"/slack/events")
+
+    async def start(tg: anyio.abc.TaskGroup) -> None:
+        await tg.start(
+            lambda task_status: serve_slack(
+                app, settings, read_timeout=DEADLINE, task_status=task_status
+            )
+        )
+
+    assert await serve_until(start, port, at_events) is not None

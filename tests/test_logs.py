@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import warnings
 from typing import TYPE_CHECKING
 
 import pytest
@@ -25,6 +26,7 @@ def restore_logging() -> Iterator[None]:
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    logging.captureWarnings(False)
 
 
 # (environment, the secret that must not appear)
@@ -71,6 +73,20 @@ def test_values_too_short_to_be_secrets_are_left_alone() -> None:
     assert secret_values({"API_KEY": "abc"}) == set()
     assert secret_values({"API_KEY": "abcd"}) == {"abcd"}
     assert MIN_SECRET == 4
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_library_warning_goes_out_through_the_redactor(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Libraries warn with `warnings.warn`, which writes to stderr past every log handler.
+    stream = io.StringIO()
+    setup_logging("INFO", "console", env={"TELEGRAM_BOT_TOKEN": "123:warned-token"}, stream=stream)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("the token 123:warned-token looks odd", UserWarning, stacklevel=1)
+    assert "warned-token" not in stream.getvalue() + capsys.readouterr().err
+    assert "the token *** looks odd" in stream.getvalue()
 
 
 def test_what_the_cli_prints_goes_through_the_redactor() -> None:

@@ -30,6 +30,7 @@ from bridge.store import (
     StoreError,
     open_store,
 )
+from bridge.store.base import redact_url
 from bridge.store.redis import DEFAULT_PREFIX
 from bridge.store.sqlite import _MIGRATIONS, PURGE_INTERVAL, SCHEMA_VERSION
 from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
@@ -563,6 +564,35 @@ async def test_an_unreachable_redis_is_a_store_error_that_hides_the_password(
         await open_store(url, tmp_path)
     assert "hunter2" not in str(raised.value)
     assert raised.value.__cause__ is None
+
+
+async def test_an_unreachable_redis_hides_a_password_given_as_a_query_parameter(
+    tmp_path: Path,
+) -> None:
+    from tests.support.loopback import free_port
+
+    url = f"redis://127.0.0.1:{free_port()}/0?password=hunter2&prefix=team-a:"
+    with pytest.raises(StoreError, match="cannot reach the redis store") as raised:
+        await open_store(url, tmp_path)
+    assert "hunter2" not in str(raised.value)
+    assert "prefix=team-a:" in str(raised.value)  # what is not a credential stays readable
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:hunter2@db:6379/0", "redis://***@db:6379/0"),
+        ("redis://bridge:hunter2@db:6379/0", "redis://***@db:6379/0"),
+        ("redis://db/0?password=hunter2&prefix=a:", "redis://db/0?password=***&prefix=a:"),
+        (
+            "rediss://db/0?username=bridge&password=p%40ss",
+            "rediss://db/0?username=***&password=***",
+        ),
+        ("sqlite:///srv/bridge.db", "sqlite:///srv/bridge.db"),
+    ],
+)
+def test_a_store_url_is_shown_without_its_credentials(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
 
 
 # --- open_store ---------------------------------------------------------------------------

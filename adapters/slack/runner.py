@@ -47,7 +47,7 @@ from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
 from bridge.admission import until_taken
-from bridge.httpserver import runner
+from bridge.httpserver import READ_TIMEOUT, runner
 from bridge.model import Attachment, PlatformError, Sender
 from bridge.router import refusal
 
@@ -270,9 +270,11 @@ async def serve(
     app: AsyncApp,
     settings: SlackSettings,
     *,
+    read_timeout: float = READ_TIMEOUT,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Receive Slack traffic until cancelled."""
+    """Receive Slack traffic until cancelled (HTTP mode: each request whole within
+    `read_timeout`, see bridge/httpserver.py)."""
     if settings.socket_mode:
         handler = AsyncSocketModeHandler(app, settings.app_token)
         try:
@@ -283,7 +285,7 @@ async def serve(
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
                 await handler.close_async()  # type: ignore[no-untyped-call]
         return
-    http = runner(app.web_app(path="/slack/events", port=settings.http_port))
+    http = runner(app.web_app(path="/slack/events", port=settings.http_port), read_timeout)
     await http.setup()
     try:
         await web.TCPSite(http, settings.http_host, settings.http_port).start()

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 DEFAULT_API_BASE_URL = "https://slack.com/api/"
 DEFAULT_HTTP_PORT = 3000
+# HTTP mode listens for Slack behind a TLS proxy (docs/security.md): local by default.
+DEFAULT_HTTP_HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +33,7 @@ class SlackSettings:
     approvers: frozenset[str] = field(default_factory=frozenset)
     allowed_channels: frozenset[str] | None = None  # None: every channel it is invited to
     http_port: int = DEFAULT_HTTP_PORT
-    # HTTP mode listens for Slack behind a TLS proxy (docs/security.md): local by default.
-    http_host: str = "127.0.0.1"
+    http_host: str = DEFAULT_HTTP_HOST
     # chat.update calls a minute over the workspace (Slack's Tier 3 guarantees 50).
     edits_per_minute: int = 50
 
@@ -58,7 +59,6 @@ class SlackSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
         env = os.environ if env is None else env
-        allowed = _ids(env.get("SLACK_ALLOWED_USERS", ""))
         channels = _ids(env.get("SLACK_ALLOWED_CHANNELS", ""))
         port = env.get("SLACK_HTTP_PORT", "")
         return cls(
@@ -66,12 +66,19 @@ class SlackSettings:
             app_token=env.get("SLACK_APP_TOKEN", ""),
             signing_secret=env.get("SLACK_SIGNING_SECRET", ""),
             api_base_url=env.get("SLACK_API_BASE_URL", "") or DEFAULT_API_BASE_URL,
-            allowed_users=allowed or None,
+            allowed_users=_allowlist(env.get("SLACK_ALLOWED_USERS", "")),
             approvers=_ids(env.get("SLACK_APPROVERS", "")),
             allowed_channels=channels or None,
             http_port=int(port) if port else DEFAULT_HTTP_PORT,
+            http_host=env.get("SLACK_HTTP_HOST", "") or DEFAULT_HTTP_HOST,
         )
 
 
 def _ids(value: str) -> frozenset[str]:
     return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+def _allowlist(value: str) -> frozenset[str] | None:
+    """As bridge/app/config.py reads it: unset (or empty) is no list at all; a list set
+    to nothing but commas names nobody, and lets nobody in."""
+    return _ids(value) if value.strip() else None

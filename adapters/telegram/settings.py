@@ -45,12 +45,11 @@ class TelegramSettings:
         token = env.get("TELEGRAM_BOT_TOKEN", "")
         if not token:
             raise ValueError("TELEGRAM_BOT_TOKEN is not set")
-        allowed = _ids(env.get("TELEGRAM_ALLOWED_USERS", ""))
         return cls(
             token=token,
             base_url=env.get("TELEGRAM_API_BASE_URL") or PUBLIC_API,
             base_file_url=env.get("TELEGRAM_FILE_BASE_URL") or PUBLIC_FILES,
-            allowed_users=allowed or None,
+            allowed_users=_allowlist(env.get("TELEGRAM_ALLOWED_USERS", "")),
             approvers=_ids(env.get("TELEGRAM_APPROVERS", "")),
             webhook_url=env.get("TELEGRAM_WEBHOOK_URL") or None,
             webhook_secret=env.get("TELEGRAM_WEBHOOK_SECRET") or None,
@@ -61,3 +60,9 @@ class TelegramSettings:
 
 def _ids(value: str) -> frozenset[str]:
     return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+def _allowlist(value: str) -> frozenset[str] | None:
+    """As bridge/app/config.py reads it: unset (or empty) is no list at all; a list set
+    to nothing but commas names nobody, and lets nobody in."""
+    return _ids(value) if value.strip() else None

@@ -456,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     # with the bot token in it): it goes out through the same redactor as the logs.
     redact = redactor()
     out, err = RedactedStream(sys.stdout, redact), RedactedStream(sys.stderr, redact)
+    setup_logging("WARNING")  # for what reading the configuration logs; set again below
     try:
         loaded = load_config()
     except ConfigError as exc:

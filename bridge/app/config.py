@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from adapters.slack.settings import DEFAULT_API_BASE_URL as SLACK_API
-from adapters.slack.settings import SlackSettings
+from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, SlackSettings
 from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
 from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
 from adapters.telegram.settings import TelegramSettings
@@ -148,8 +148,8 @@ class SlackSection(_Section):
     allowed_users: list[str] | None = None
     approvers: list[str] = []
     allowed_channels: list[str] | None = None
-    http_port: int = Field(default=3000, ge=1, le=65535)
-    http_host: str = "127.0.0.1"  # behind the TLS proxy Slack requires: local by default
+    http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=1, le=65535)
+    http_host: str = DEFAULT_HTTP_HOST  # behind the TLS proxy Slack requires: local by default
     edits_per_minute: int = Field(default=50, ge=1, le=6000)
 
     _urls = field_validator("api_base_url")(_http_url)

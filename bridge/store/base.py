@@ -112,6 +112,9 @@ def redact_url(url: str) -> str:
         ],
         safe="*:/",
     )
+    if "://" in url:
+        # Built by hand: `urlunsplit` drops the empty host of `sqlite:///abs/path.db`.
+        return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
