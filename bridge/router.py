@@ -155,7 +155,8 @@ def _command(name: str, arg: str, images: tuple[Image, ...], view: View) -> Inte
     if name in _STOP_WORDS:
         return Stop()
     if name == "steer":
-        return _queued(Steer(arg, images), view) if _engaged(view) else Prompt(arg, images)
+        # Idle, it is the next prompt; a bare "/steer" is nothing to send, not an empty prompt.
+        return _queued(Steer(arg, images), view)
     if name in ("later", "followup", "follow_up"):
         return _queued(FollowUp(arg, images), view)
     if name in CONTROL_COMMANDS:
@@ -186,11 +187,6 @@ def _queued(intent: Steer | FollowUp, view: View) -> Intent:
         # A follow-up to nothing is just the next prompt.
         return Prompt(intent.text, intent.images)
     return intent
-
-
-def _engaged(view: View) -> bool:
-    """Running or compacting: a message now joins what the agent is doing."""
-    return view.busy or view.compacting
 
 
 def parse_command(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import pytest
@@ -45,10 +46,12 @@ def agent_home(tmp_path: Path, fake_llm: FakeLLM) -> AgentHome:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """How many examples the fuzz suite ran, per target (tests/test_fuzz.py)."""
-    fuzz = sys.modules.get("tests.test_fuzz")
-    counts = getattr(fuzz, "EXAMPLES", None)
+    """How many examples the fuzz suites ran, per target (tests/test_fuzz*.py)."""
+    counts: Counter[str] = Counter()
+    for name in ("tests.test_fuzz", "tests.support.fuzzing"):  # whichever of them ran
+        counts.update(getattr(sys.modules.get(name), "EXAMPLES", None) or {})
     if counts:
         terminalreporter.section("fuzz examples")
         for target, count in sorted(counts.items()):
             terminalreporter.write_line(f"{target}: {count} examples")
+        terminalreporter.write_line(f"in all: {counts.total()} examples")

@@ -68,6 +68,7 @@ def dm_key(team: str, channel: str) -> str:
     return f"slack:{team}:{channel}"
 
 
+@ignore_malformed  # the runner asks this before converting: it must not raise either
 def candidate_thread(body: Mapping[str, Any], me: Identity) -> str | None:
     """The thread key a `message` event would belong to, so a caller can check
     (e.g. in its store) whether the bridge owns that thread before converting."""
@@ -160,7 +161,22 @@ def _converted(
         message_id=str(message.get("ts") or "") or None,
         private_reply=press_ref(chat.chat_id, user, chat.thread_id or "") if private else "",
     )
-    return Converted(inbound, image_files(message))
+    return Converted(_typed(inbound), image_files(message))
+
+
+def _typed(inbound: Inbound) -> Inbound:
+    """`inbound`, if the payload's ids were strings as Slack sends them. Otherwise the
+    payload is malformed (a TypeError: None, logged): a list as a channel or user id
+    would only fail later, in the store or the outbox."""
+    press, chats = inbound.press, [inbound.chat]
+    ids: list[object] = [inbound.sender.id]
+    if press is not None and press.message is not None:
+        chats.append(press.message.chat)
+        ids.append(press.message.message_id)
+    ids += [c.chat_id for c in chats] + [c.thread_id for c in chats if c.thread_id is not None]
+    if not all(isinstance(i, str) for i in ids):
+        raise TypeError(f"an id that is not a string: {ids!r}")
+    return inbound
 
 
 def _name(message: Mapping[str, Any]) -> str:
@@ -228,7 +244,7 @@ def from_action(body: Mapping[str, Any], me: Identity) -> Converted | None:
     press = ButtonPress(str(action.get("value") or ""), press_id, MessageRef(chat, ts))
     delivery = action.get("action_ts") or body.get("trigger_id") or ts
     sender = Sender(user["id"], str(user.get("username") or user.get("name") or ""))
-    return Converted(Inbound(key, chat, sender, f"action:{delivery}", press=press))
+    return Converted(_typed(Inbound(key, chat, sender, f"action:{delivery}", press=press)))
 
 
 def press_ref(channel: str, user: str, thread_ts: str) -> str:

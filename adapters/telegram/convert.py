@@ -95,7 +95,8 @@ def _press(query: Json, event_id: str, me: Me) -> Incoming | None:
         return None  # a press on an inline-mode message: the bridge never sends those
     chat = chat_ref(message)
     ref = MessageRef(chat, str(message["message_id"]))
-    press = ButtonPress(token=query.get("data", ""), press_id=str(query["id"]), message=ref)
+    # callback_data is a string (Bot API); any other JSON would reach the store as a key.
+    press = ButtonPress(str(query.get("data") or ""), press_id=str(query["id"]), message=ref)
     who = sender(query.get("from"))
     inbound = Inbound(
         conversation_key(chat), chat, who, event_id, press=press, from_self=_is_me(who, me)
@@ -191,4 +192,13 @@ def _utf16_slice(text: str, offset: int, length: int) -> str:
 
 
 def _area(size: Json) -> tuple[int, int]:
-    return int(size.get("width", 0)) * int(size.get("height", 0)), int(size.get("file_size", 0))
+    width, height = _integer(size.get("width", 0)), _integer(size.get("height", 0))
+    return width * height, _integer(size.get("file_size", 0))
+
+
+def _integer(value: Any) -> int:
+    """A Bot API Integer: infinity (JSON's 1e400) is as malformed as a word."""
+    try:
+        return int(value)
+    except OverflowError as exc:
+        raise ValueError(f"not an integer: {value!r}") from exc

@@ -49,6 +49,8 @@ def _slow_path(record: bytes, exc: ValidationError) -> Decoded:
         obj: Any = json.loads(record)
     except (ValueError, UnicodeDecodeError) as err:
         return _malformed(record, f"not JSON: {err}")
+    except RecursionError:  # nested past the interpreter's limit (pydantic-core's is 255)
+        return _malformed(record, "JSON nested too deeply to decode")
     if not isinstance(obj, dict):
         return _malformed(record, f"not a JSON object but {type(obj).__name__}")
     kind = obj.get("type")
