@@ -48,7 +48,8 @@ REFUSAL_TTL = 24 * 60 * 60
 
 
 class _StoreDown(Exception):
-    """The store failed while an inbound was being admitted."""
+    """The store failed while an inbound was being admitted: checking its delivery id,
+    or opening the conversation it goes to (whose record is read from the store)."""
 
 
 def new_token() -> str:
@@ -149,19 +150,28 @@ class Bridge:
         gate = screen(inbound, self.options.allowed_users)
         if gate is not None and gate.action == "drop":
             return
-        try:
-            duplicate = bool(inbound.event_id) and await self.store.seen(
-                f"in:{inbound.event_id}", self.options.dedupe_ttl
-            )
-        except Exception as exc:  # any backend's failure: nothing was taken in yet
-            raise _StoreDown(f"{type(exc).__name__}: {exc}") from exc
-        if duplicate:
+        if await self._duplicate(inbound):
             return
         if gate is not None:
             await self._refuse(inbound)
             return
-        if not await self.supervisor.deliver(inbound, arrived):
+        try:
+            delivered = await self.supervisor.deliver(inbound, arrived)
+        except Exception as exc:  # a new conversation could not be opened: not taken in
+            raise _StoreDown(f"{type(exc).__name__}: {exc}") from exc
+        if not delivered:
             self._say(inbound, "⏳ The bridge is restarting; please send that again in a minute.")
+
+    async def _duplicate(self, inbound: Inbound) -> bool:
+        """Whether the store has seen this delivery id. One whose admission failed here
+        after the id was recorded is this process's own retry, not a redelivery."""
+        try:
+            seen = bool(inbound.event_id) and await self.store.seen(
+                f"in:{inbound.event_id}", self.options.dedupe_ttl
+            )
+        except Exception as exc:  # any backend's failure: nothing was taken in yet
+            raise _StoreDown(f"{type(exc).__name__}: {exc}") from exc
+        return seen and inbound.event_id not in self._failed
 
     async def _refuse(self, inbound: Inbound) -> None:
         if inbound.press is not None:

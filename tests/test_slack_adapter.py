@@ -35,7 +35,7 @@ from bridge.model import (
 )
 from bridge.options import AgentOptions, BridgeOptions
 from bridge.service import Bridge
-from bridge.store import open_store
+from bridge.store import ConversationRecord, open_store
 from tests.support.fake_slack import (
     ALICE,
     BOT_ID,
@@ -45,6 +45,7 @@ from tests.support.fake_slack import (
     FakeSlack,
     signature,
 )
+from tests.support.flaky_store import open_flaky
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
@@ -230,8 +231,30 @@ async def test_identity_and_private_image_downloads(
     stranger = SlackAdapter(AsyncWebClient(token="xoxb-wrong", base_url=slack.base_url))
     with pytest.raises(AttachmentRefused, match="Slack would not hand it over"):
         await stranger.download(url)
-    with pytest.raises(AttachmentRefused, match="over 0 MB"):
-        await adapter.download(url, cap=4)  # stops reading past the cap
+    with pytest.raises(AttachmentRefused, match="the limit is"):
+        await adapter.download(url, cap=4)  # refused by its Content-Length
+
+
+async def test_an_image_larger_than_one_read_arrives_whole(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    # Several MB reach the client in many chunks: all of them make the image.
+    photo = b"\x89PNG" + bytes(range(256)) * (3 * 2**20 // 256)
+    url = slack.add_file(photo, "image/png")
+    assert await adapter.download(url) == photo
+    with pytest.raises(AttachmentRefused, match=r"it is 3\.0 MB, the limit is 1\.0 MB"):
+        await adapter.download(url, cap=2**20)
+
+
+async def test_a_body_that_outgrows_the_cap_unannounced_is_not_read_to_its_end(
+    slack: FakeSlack, adapter: SlackAdapter
+) -> None:
+    url = slack.add_stream(256 * 2**20, "image/png")  # chunked: no Content-Length
+    with pytest.raises(AttachmentRefused, match=r"over the limit of 1\.0 MB"):
+        await adapter.download(url, cap=2**20)
+    name = url.rsplit("/", 1)[1]
+    await slack.wait_until(lambda: name in slack.streams_ended)
+    assert slack.streamed[name] < 64 * 2**20  # given up at the cap (and socket buffers)
 
 
 async def test_the_bot_token_goes_only_to_slacks_file_hosts(
@@ -253,9 +276,12 @@ async def test_the_bot_token_goes_only_to_slacks_file_hosts(
     try:
         with pytest.raises(AttachmentRefused, match="not on Slack's file servers"):
             await adapter.download(f"http://127.0.0.1:{port}/evil.png")
+        assert seen == []
+        # Slack's own host sending the request elsewhere: followed, without the token.
+        await adapter.download(slack.add_redirect(f"http://127.0.0.1:{port}/moved.png"))
     finally:
         await other.cleanup()
-    assert seen == []
+    assert seen == [None]
 
 
 @pytest.mark.parametrize(
@@ -376,6 +402,29 @@ async def test_a_thread_the_store_knows_is_followed_after_a_restart(
     async with slack_intake(settings, bridge, adapter, owns):
         await slack.thread_message("still there?", "1600000000.000009")
         await bridge.count(1)
+    assert bridge.inbounds[0].key == known
+
+
+async def test_a_thread_the_store_knows_is_followed_when_the_store_fails_at_first(
+    slack: FakeSlack, adapter: SlackAdapter, settings: SlackSettings, tmp_path: Path
+) -> None:
+    known = f"slack:{TEAM}:{CHANNEL}:1600000000.000009"
+    store = await open_flaky(tmp_path, lookup_failures=2)  # a locked database, twice
+    record = ConversationRecord(
+        key=known, workspace="w", session_dir="s", created_at=0.0, last_active=0.0
+    )
+    await store.put_conversation(record)
+    bridge = Recorder()
+
+    async def owns(key: str) -> bool:
+        return await store.get_conversation(key) is not None
+
+    try:
+        async with slack_intake(settings, bridge, adapter, owns):
+            await slack.thread_message("still there?", "1600000000.000009")
+            await bridge.count(1)
+    finally:
+        await store.aclose()
     assert bridge.inbounds[0].key == known
 
 

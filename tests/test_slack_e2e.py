@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.adapter import SlackAdapter
@@ -19,11 +20,11 @@ from adapters.slack.runner import PREFIXES, slack_intake
 from adapters.slack.settings import SlackSettings
 from bridge.model import PlatformLimits
 from bridge.service import Bridge
-from bridge.store import open_store
-from tests.support.agents import AGENT_VERSIONS, extension_path
+from tests.support.agents import AGENT_VERSIONS, DEFAULT_VERSION, extension_path
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
+from tests.support.flaky_store import open_flaky
 from tests.support.journeys import (
     ASK_ANSWER,
     NOT_REACHED,
@@ -80,8 +81,15 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 @contextlib.asynccontextmanager
 async def slack_bridge(
-    home: AgentHome, version: str, tmp_path: Path, *extra: str, transport: str = "socket"
+    home: AgentHome,
+    version: str,
+    tmp_path: Path,
+    *extra: str,
+    transport: str = "socket",
+    store_failures: int = 0,
 ) -> AsyncIterator[FakeSlack]:
+    """The fake Slack with the whole bridge on it; the store's first `store_failures`
+    checks of a delivery id fail (tests/support/flaky_store.py)."""
     opts = options(
         tmp_path / "data",
         home.argv(version, *extra),
@@ -89,7 +97,7 @@ async def slack_bridge(
         allowed_users=frozenset({ALICE, BOB, LEADS}),
         approvers=frozenset({LEADS}),
     )
-    store = await open_store("sqlite", opts.data_dir)
+    store = await open_flaky(opts.data_dir, store_failures)
     port = free_port()
     events_url = f"http://127.0.0.1:{port}/slack/events" if transport == "http" else ""
     try:
@@ -381,3 +389,117 @@ async def test_slash_pi_starts_a_thread_on_its_task_and_answers_there(
         await slack.thread_message("SECOND-ASK now", root.ts)
         await until_shown(slack, root.ts, "And the follow-up too.")
     assert requests_with(fake_llm, "SLASH-TASK") == 1
+
+
+# --- files: fetched after admission, within their size, the token only to Slack ----------
+
+EVE, EVE_DM = "U0EVE", "D0EVE"  # not allowed in
+PNG = b"\x89PNG\r\n\x1a\n a small picture"
+
+
+@pytest.fixture
+def one_version() -> str:
+    """These journeys are about the bridge, not the agent: one version is enough."""
+    from tests.conftest import require_agent
+
+    require_agent(DEFAULT_VERSION)
+    return DEFAULT_VERSION
+
+
+def file_entry(url: str, size: int) -> dict[str, Any]:
+    return {"id": "F1", "mimetype": "image/png", "url_private": url, "size": size}
+
+
+@contextlib.asynccontextmanager
+async def other_host() -> AsyncIterator[tuple[str, list[str | None]]]:
+    """A second server on 127.0.0.1, not Slack's: its base URL, and the Authorization
+    header of every request it got."""
+    seen: list[str | None] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.Response(body=PNG, content_type="image/png")
+
+    app = web.Application()
+    app.router.add_get("/{name}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}", seen
+    finally:
+        await runner.cleanup()
+
+
+async def test_files_from_strangers_and_bots_are_never_fetched(
+    one_version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("QUICK", Reply(text="Quick answer."))
+    async with slack_bridge(agent_home, one_version, tmp_path) as slack:
+        evil, bots = slack.add_file(PNG, "image/png"), slack.add_file(PNG, "image/png")
+        for _ in range(4):
+            await slack.dm("look at this", user=EVE, channel=EVE_DM, files=[file_entry(evil, 20)])
+        # Another app's bot (not this bridge's own) posts a picture in Alice's DM.
+        await slack.dm("a picture", user="U0OTHER", bot_id="B0OTHER", files=[file_entry(bots, 20)])
+        refused = await until_shown(slack, None, "not allowed to use this bot")
+        assert refused.channel == EVE_DM
+        await slack.dm("a QUICK one")
+        await until_shown(slack, None, "Quick answer.")
+    assert slack.downloads == []
+
+
+async def test_a_file_over_the_limit_is_not_fetched_and_the_text_still_goes_in(
+    one_version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("my caption", Reply(text="Got your caption."))
+    async with slack_bridge(agent_home, one_version, tmp_path) as slack:
+        url = slack.add_file(PNG, "image/png")
+        await slack.dm("my caption here", files=[file_entry(url, 25 * 2**20)])
+        await until_shown(slack, None, "Got your caption.")
+        assert slack.downloads == []
+        told = await until_shown(slack, None, "Couldn't fetch your image")
+    assert "25.0 MB, the limit is 20.0 MB" in told.visible
+    assert "your text went on without it" in told.visible
+    [request] = [r for r in fake_llm.requests if "my caption" in r.last_user_text]
+    assert request.n_images == 0
+
+
+async def test_a_file_off_slacks_hosts_gets_no_request_and_no_token(
+    one_version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    # A remote file's url_private names whatever host its creator chose.
+    fake_llm.add("elsewhere", Reply(text="Read your text."))
+    async with (
+        other_host() as (elsewhere, seen),
+        slack_bridge(agent_home, one_version, tmp_path) as slack,
+    ):
+        await slack.dm("a picture from elsewhere", files=[file_entry(f"{elsewhere}/a.png", 20)])
+        await until_shown(slack, None, "Read your text.")
+        assert seen == []
+        told = await until_shown(slack, None, "Couldn't fetch your image")
+    assert "not on Slack's file servers" in told.visible
+
+
+# --- the store failing at admission: handed in again, or the person is told --------------
+
+
+async def test_a_slack_message_the_store_failed_to_take_in_is_handed_in_again(
+    one_version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add("LOCKED", Reply(text="Got it after all."))
+    async with slack_bridge(agent_home, one_version, tmp_path, store_failures=2) as slack:
+        await slack.dm("a LOCKED moment")
+        await until_shown(slack, None, "Got it after all.")
+        assert find(slack, None, "could not take your message") is None
+    assert requests_with(fake_llm, "a LOCKED moment") == 1
+
+
+async def test_a_slack_message_the_store_never_takes_in_is_named_not_lost_in_silence(
+    one_version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    async with slack_bridge(agent_home, one_version, tmp_path, store_failures=1000) as slack:
+        await slack.dm("into the void")
+        told = await until_shown(slack, None, "could not take your message")
+    assert "Please send it again" in told.visible
+    assert requests_with(fake_llm, "into the void") == 0

@@ -302,10 +302,29 @@ async def test_a_photo_is_handed_over_unfetched_and_fetches_the_largest_size(
         [photo] = inbound.attachments
         assert (photo.mime_type, photo.size) == ("image/jpeg", len(b"\xff\xd8 full size jpeg"))
         assert await photo.fetch(MAX_ATTACHMENT) == b"\xff\xd8 full size jpeg"
-        with pytest.raises(AttachmentRefused, match="over 0 MB"):
-            await photo.fetch(4)
+        with pytest.raises(AttachmentRefused, match="the limit is"):
+            await photo.fetch(4)  # refused by the size getFile announces
         stop.set()
     assert inbound.text == "what is this?"
+
+
+async def test_a_photo_whose_body_outgrows_the_cap_is_not_read_to_its_end(
+    fake: FakeTelegram,
+) -> None:
+    # The announced size is small; the body that comes is 256 MB, without a length.
+    recorder, stop = Recorder(), anyio.Event()
+    fake.stream_bytes = 256 * 2**20
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
+        fake.message(42, "what is this?", photo=b"\xff\xd8 a small jpeg")
+        await fake.wait_for(lambda: recorder.inbounds)
+        [photo] = recorder.inbounds[0].attachments
+        with pytest.raises(AttachmentRefused, match=r"over the limit of 1\.0 MB"):
+            await photo.fetch(2**20)
+        with anyio.fail_after(10):
+            await fake.stream_ended.wait()
+        stop.set()
+    assert fake.streamed < 64 * 2**20  # given up at the cap (and the socket's buffers)
 
 
 async def test_group_messages_not_addressed_to_the_bot_are_ignored(fake: FakeTelegram) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sqlite3
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -18,11 +17,11 @@ import pytest
 from adapters.telegram.runner import serve
 from adapters.telegram.settings import TelegramSettings
 from bridge.service import Bridge
-from bridge.store import SQLITE_FILENAME, SqliteStore
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram
+from tests.support.flaky_store import open_flaky
 from tests.support.journeys import (
     ASK_ANSWER,
     STEERED,
@@ -62,26 +61,15 @@ def opts(agent_home: AgentHome, tmp_path: Path) -> BridgeOptions:
     return options(tmp_path / "data", agent_home.argv(DEFAULT_VERSION), agent_home.env())
 
 
-class FlakyStore(SqliteStore):
-    """The real sqlite store, whose dedupe check fails the first `failures` times as a
-    locked database does."""
-
-    failures = 0
-
-    async def seen(self, dedupe_key: str, ttl: float) -> bool:
-        if dedupe_key.startswith("in:") and self.failures > 0:
-            self.failures -= 1
-            raise sqlite3.OperationalError("database is locked")
-        return await super().seen(dedupe_key, ttl)
-
-
 @contextlib.asynccontextmanager
 async def bridge_for(
-    adapter: Adapter, bot_name: str, opts: BridgeOptions, failures: int = 0
+    adapter: Adapter,
+    bot_name: str,
+    opts: BridgeOptions,
+    failures: int = 0,
+    lookup_failures: int = 0,
 ) -> AsyncIterator[Bridge]:
-    store = await FlakyStore.open(opts.data_dir / SQLITE_FILENAME)
-    assert isinstance(store, FlakyStore)
-    store.failures = failures
+    store = await open_flaky(opts.data_dir, failures, lookup_failures)
     try:
         async with Bridge(adapter, store, opts, bot_name=bot_name) as bridge:
             yield bridge
@@ -91,7 +79,11 @@ async def bridge_for(
 
 @contextlib.asynccontextmanager
 async def telegram_bot(
-    opts: BridgeOptions, *, webhook: bool = False, store_failures: int = 0
+    opts: BridgeOptions,
+    *,
+    webhook: bool = False,
+    store_failures: int = 0,
+    lookup_failures: int = 0,
 ) -> AsyncIterator[FakeTelegram]:
     """The fake Bot API with the whole bridge polling it (or, with `webhook`, serving
     a webhook on 127.0.0.1 that the fake's `push()` POSTs to), stopped on exit."""
@@ -116,7 +108,7 @@ async def telegram_bot(
             tg.start_soon(
                 lambda: serve(
                     settings,
-                    lambda a, name: bridge_for(a, name, opts, store_failures),
+                    lambda a, name: bridge_for(a, name, opts, store_failures, lookup_failures),
                     stop=stop,
                 )
             )
@@ -336,16 +328,20 @@ EVE: dict[str, Any] = {"id": EVE_ID, "is_bot": False, "first_name": "Eve", "user
 BOB: dict[str, Any] = {"id": BOB_ID, "is_bot": False, "first_name": "Bob", "username": "bob"}
 
 
-async def test_a_strangers_photos_are_never_fetched(fake_llm: FakeLLM, opts: BridgeOptions) -> None:
+async def test_photos_of_strangers_and_of_edits_are_never_fetched(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
     fake_llm.add("QUICK", Reply(text="Quick answer."))
     opts = dataclasses.replace(opts, allowed_users=frozenset({str(CHAT)}))
     async with telegram_bot(opts) as fake:
         fake.file_delay = 2.0
         for _ in range(4):
             fake.message(EVE_ID, "look at this", photo=PNG_PIXEL, user=EVE)
-        fake.message(CHAT, "a QUICK one")
+        quick = fake.message(CHAT, "a QUICK one")
         await fake.bot_message("Quick answer.", CHAT, within=WAIT)
         await fake.bot_message("not allowed", EVE_ID, within=WAIT)
+        fake.message(CHAT, "now with a picture", photo=PNG_PIXEL, edit_of=quick.message_id)
+        await fake.wait_for(lambda: fake.confirmed > 6, within=WAIT)  # all six handled
     assert fake.downloads == []
     assert not fake.calls_of("getFile")
 
@@ -397,6 +393,8 @@ async def test_a_message_the_store_failed_to_take_in_is_delivered_again(
         await fake.bot_message("Got it after all.", CHAT, within=WAIT)
         await fake.wait_for(lambda: fake.confirmed > 0, within=WAIT)
     assert requests_with(fake_llm, "a LOCKED moment") == 1
+    # Redelivered by Telegram itself: the offset stayed before it until it was taken in.
+    assert list(fake.handed.values()) == [3]
     assert fake.find("could not take your message", CHAT) is None
 
 
@@ -413,3 +411,29 @@ async def test_a_message_the_store_never_takes_in_is_named_not_lost_in_silence(
             await fake.wait_for(lambda: fake.confirmed > 0, within=WAIT)
     assert "Please send it again" in told.text
     assert requests_with(fake_llm, "into the void") == 0
+
+
+async def test_a_message_whose_conversation_the_store_could_not_open_is_delivered_again(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    # The delivery id is already remembered when opening the conversation fails: the
+    # update that Telegram hands out again must not be dropped as a duplicate.
+    fake_llm.add("REOPENED", Reply(text="Opened after all."))
+    async with telegram_bot(opts, lookup_failures=2) as fake:
+        fake.message(CHAT, "a REOPENED door")
+        await fake.bot_message("Opened after all.", CHAT, within=WAIT)
+        await fake.wait_for(lambda: fake.confirmed > 0, within=WAIT)
+    assert requests_with(fake_llm, "a REOPENED door") == 1
+    assert list(fake.handed.values()) == [3]  # two failed admissions, then taken in
+    assert fake.find("could not take your message", CHAT) is None
+
+
+async def test_a_message_whose_conversation_the_store_never_opens_is_named_not_lost(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    async with telegram_bot(opts, lookup_failures=1000) as fake:
+        fake.message(CHAT, "a door that stays shut")
+        told = await fake.bot_message("could not take your message", CHAT, within=WAIT)
+        await fake.wait_for(lambda: fake.confirmed > 0, within=WAIT)
+    assert "Please send it again" in told.text
+    assert requests_with(fake_llm, "a door that stays shut") == 0

@@ -70,6 +70,7 @@ MAX_IMAGE_BYTES = MAX_ATTACHMENT
 # host (a self-hosted gateway, the tests' fake). Anything else gets no request at all.
 SLACK_FILE_HOSTS = frozenset({"files.slack.com"})
 DOWNLOAD_TIMEOUT = 30.0
+DOWNLOAD_CHUNK = 64 * 1024
 # The user's message while a run works on it, and after (emoji names, not characters).
 REACTIONS: dict[ReactionState, str] = {"working": "eyes", "done": "white_check_mark", "failed": "x"}
 FORMS_KEPT = 1_000  # forms of buttons sent by this process; older ones fall back to messages
@@ -298,22 +299,43 @@ class SlackAdapter:
         headers = {"Authorization": f"Bearer {self._token}"}
         timeout = aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT)
         try:
+            # A redirect is followed without the token when it leaves the origin
+            # (aiohttp drops Authorization then; tests/test_slack_adapter.py checks it).
             async with (
                 aiohttp.ClientSession(timeout=timeout) as session,
                 session.get(url, headers=headers) as response,
             ):
-                mime = response.headers.get("Content-Type", "").split(";")[0].strip()
-                # Without files:read Slack answers with an HTML sign-in page, not the file.
-                if response.status != 200 or not mime.startswith("image/"):
-                    log.warning("image download refused: HTTP %s, %s", response.status, mime)
-                    raise AttachmentRefused("Slack would not hand it over")
-                data = await response.content.read(cap + 1)
+                _check_image(response, cap)
+                return await _read_capped(response.content, cap)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             log.warning("image download failed: %s", exc)
             raise AttachmentRefused("it could not be fetched from Slack") from exc
+
+
+def _check_image(response: aiohttp.ClientResponse, cap: int) -> None:
+    """Refuse before reading: not the image (an error, or without files:read Slack's
+    HTML sign-in page), or a body announced larger than `cap`."""
+    mime = response.headers.get("Content-Type", "").split(";")[0].strip()
+    if response.status != 200 or not mime.startswith("image/"):
+        log.warning("image download refused: HTTP %s, %s", response.status, mime)
+        raise AttachmentRefused("Slack would not hand it over")
+    if response.content_length is not None and response.content_length > cap:
+        raise AttachmentRefused(f"it is {_mb(response.content_length)}, the limit is {_mb(cap)}")
+
+
+async def _read_capped(body: aiohttp.StreamReader, cap: int) -> bytes:
+    """The whole body (one `read(n)` returns only what has arrived so far), given up
+    as soon as it outgrows `cap`."""
+    data = bytearray()
+    async for chunk in body.iter_chunked(DOWNLOAD_CHUNK):
+        data += chunk
         if len(data) > cap:
-            raise AttachmentRefused(f"it is over {cap // 2**20} MB")
-        return data
+            raise AttachmentRefused(f"it is over the limit of {_mb(cap)}")
+    return bytes(data)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
 
 
 def token_may_go_to(url: str, api_base_url: str) -> bool:

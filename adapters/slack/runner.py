@@ -46,7 +46,7 @@ from adapters.slack.convert import (
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
-from bridge.admission import until_taken
+from bridge.admission import ADMIT_TRIES, retry_delay, until_taken
 from bridge.httpserver import READ_TIMEOUT, runner
 from bridge.model import Attachment, PlatformError, Sender
 from bridge.router import refusal
@@ -80,7 +80,7 @@ class Handles(Protocol):
 
 @dataclass
 class Intake:
-    """Slack payloads → `handle(inbound)`, once per delivery, with images downloaded.
+    """Slack payloads → `handle(inbound)`, once per delivery, images still unfetched.
 
     `owns(key)` tells whether the bridge already has a conversation for a thread
     it has not seen in this process (e.g. after a restart); None: only threads
@@ -161,7 +161,21 @@ class Intake:
         return await self.groups.of(user) if self.groups is not None else frozenset()
 
     async def _owned(self, key: str) -> bool:
-        return self.owns is not None and await self.owns(key)
+        """Whether the store knows the thread. A failing store is asked again as an
+        admission is (bridge/admission.py), not taken as "no": that would drop the
+        message unseen. If it never answers, the thread counts as not the bridge's
+        (logged), since answering in someone else's thread is worse."""
+        if self.owns is None:
+            return False
+        for attempt in range(1, ADMIT_TRIES + 1):
+            try:
+                return await self.owns(key)
+            except Exception as exc:
+                log.warning("store failed looking up %s (try %d): %s", key, attempt, exc)
+                if attempt < ADMIT_TRIES:
+                    await anyio.sleep(retry_delay(attempt))
+        log.error("thread %s left unanswered: the store could not say whether it is ours", key)
+        return False
 
     async def _channel_allowed(self, inbound: Inbound) -> bool:
         private = inbound.private_reply or (inbound.press.press_id if inbound.press else "")

@@ -13,9 +13,9 @@ registers the bridge's commands, opens the bridge, and takes updates until `stop
   the update types, then `webhook.WebhookServer` serves the POSTs. The webhook is
   left set on stop (Telegram keeps queueing updates for the next start).
 
-Both hand each update to `Delivery` (convert, fetch the photo, `bridge.handle()`).
-`handle()` only admits the message and returns (the agent's run goes on in the
-bridge's tasks).
+Both hand each update to `Delivery` (convert, `bridge.handle()`; a photo goes along
+unfetched, for the bridge to fetch once the message is admitted). `handle()` only
+admits the message and returns (the agent's run goes on in the bridge's tasks).
 
 Shutdown is bounded: taking updates stops first (the webhook's queued updates are
 still handed over), then the bridge drains (it still sends through the bot), then
@@ -31,6 +31,7 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
+import httpx
 from telegram import Bot, BotCommand, Update
 from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
@@ -204,17 +205,43 @@ class Delivery:
             log.exception("update %s could not be delivered", update.update_id)
 
     async def _download(self, file_id: str, cap: int) -> bytes:
+        """The photo, at most `cap` bytes: refused before downloading when getFile
+        announces more, and given up as soon as the body outgrows it anyway."""
         try:
             with anyio.fail_after(DOWNLOAD_TIMEOUT):
                 file = await self.bot.get_file(file_id)
                 if file.file_size is not None and file.file_size > cap:
-                    raise AttachmentRefused(f"it is over {cap // 2**20} MB")
-                data = bytes(await file.download_as_bytearray())
+                    raise AttachmentRefused(f"it is {_mb(file.file_size)}, the limit is {_mb(cap)}")
+                if not file.file_path:
+                    raise AttachmentRefused("Telegram gave no file to download")
+                return await _fetch_capped(file.file_path, cap)
         except TelegramError as exc:
             raise AttachmentRefused(f"Telegram would not hand it over: {exc}") from exc
-        if len(data) > cap:
-            raise AttachmentRefused(f"it is over {cap // 2**20} MB")
-        return data
+
+
+async def _fetch_capped(url: str, cap: int) -> bytes:
+    """GET the file's URL, reading no further than `cap` bytes (PTB's own download
+    reads a whole body before its size can be checked). The URL carries the bot
+    token: it is never logged or shown."""
+    data = bytearray()
+    try:
+        async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
+            if response.status_code != httpx.codes.OK:
+                raise AttachmentRefused(
+                    f"Telegram would not hand it over (HTTP {response.status_code})"
+                )
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > cap:
+                    raise AttachmentRefused(f"it is over the limit of {_mb(cap)}")
+    except httpx.HTTPError as exc:
+        log.warning("photo download failed: %s", type(exc).__name__)
+        raise AttachmentRefused("it could not be fetched from Telegram") from exc
+    return bytes(data)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
 
 
 @dataclasses.dataclass

@@ -136,6 +136,11 @@ class FakeSlack:
     messages: dict[str, Posted] = field(default_factory=dict)  # ts → message
     uploads: dict[str, bytes] = field(default_factory=dict)  # file id → content
     files: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # url path → file
+    downloads: list[str] = field(default_factory=list)  # file names asked for, in order
+    redirects: dict[str, str] = field(default_factory=dict)  # file name → Location
+    streams: dict[str, int] = field(default_factory=dict)  # file name → bytes, no length
+    streamed: dict[str, int] = field(default_factory=dict)  # … written before a hang-up
+    streams_ended: set[str] = field(default_factory=set)  # … whose handler has returned
     failures: dict[str, Failure] = field(default_factory=dict)
     views: dict[str, Json] = field(default_factory=dict)  # view id → opened view
     triggers: dict[str, float] = field(default_factory=dict)  # trigger_id → issued at
@@ -208,6 +213,20 @@ class FakeSlack:
         self.files[name] = (data, mime_type)
         return f"{self.url}/files/{name}"
 
+    def add_redirect(self, location: str) -> str:
+        """A file URL answered with a redirect to `location`."""
+        name = f"F{next(self._serial)}"
+        self.redirects[name] = location
+        return f"{self.url}/files/{name}"
+
+    def add_stream(self, size: int, mime_type: str) -> str:
+        """A file URL whose body is `size` bytes sent without a Content-Length (chunked),
+        as a server that does not announce it would; `streamed` counts what went out."""
+        name = f"F{next(self._serial)}"
+        self.streams[name] = size
+        self.files[name] = (b"", mime_type)
+        return f"{self.url}/files/{name}"
+
     def called(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 
@@ -262,8 +281,18 @@ class FakeSlack:
         }
         return await self.deliver_event(event)
 
-    async def dm(self, text: str, *, user: str = ALICE, channel: str = DM_CHANNEL) -> Json:
-        event = {
+    async def dm(
+        self,
+        text: str,
+        *,
+        user: str = ALICE,
+        channel: str = DM_CHANNEL,
+        files: list[Json] | None = None,
+        bot_id: str = "",
+    ) -> Json:
+        """A direct message; `files` as Slack lists them (`url_private`, `size` …);
+        `bot_id`: sent by that bot (Slack names its app user in `user`)."""
+        event: Json = {
             "type": "message",
             "channel_type": "im",
             "user": user,
@@ -271,6 +300,10 @@ class FakeSlack:
             "ts": self.new_ts(),
             "channel": channel,
         }
+        if files is not None:
+            event["files"] = files
+        if bot_id:
+            event["bot_id"] = bot_id
         return await self.deliver_event(event)
 
     async def deliver_event(self, event: Json) -> Json:
@@ -550,12 +583,33 @@ class FakeSlack:
         self.uploads[request.match_info["file_id"]] = await request.read()
         return web.Response(text="OK")
 
-    async def _file(self, request: web.Request) -> web.Response:
-        found = self.files.get(request.match_info["name"])
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        self.downloads.append(name)
+        if name in self.redirects:
+            raise web.HTTPFound(self.redirects[name])
+        found = self.files.get(name)
         if request.headers.get("Authorization") != f"Bearer {self.bot_token}" or found is None:
             # Slack answers an unauthorised url_private fetch with its sign-in page.
             return web.Response(text="<html>sign in</html>", content_type="text/html")
+        if name in self.streams:
+            return await self._stream(request, name, found[1])
         return web.Response(body=found[0], content_type=found[1])
+
+    async def _stream(self, request: web.Request, name: str, mime: str) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": mime})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        chunk, self.streamed[name] = bytes(64 * 1024), 0
+        try:
+            while self.streamed[name] < self.streams[name]:
+                await response.write(chunk)
+                self.streamed[name] += len(chunk)
+        except ConnectionError:  # the client hung up
+            pass
+        finally:
+            self.streams_ended.add(name)
+        return response
 
     # --- Web API methods ---------------------------------------------------------------
 

@@ -149,6 +149,7 @@ class FakeTelegram:
         self.messages: dict[tuple[int, int], Message] = {}
         self.updates: list[dict[str, Any]] = []
         self.confirmed = 0  # the highest offset a getUpdates call has passed
+        self.handed: dict[int, int] = {}  # update_id → how often getUpdates handed it out
         self.answers: dict[str, tuple[str, bool]] = {}  # query id → (text, alert)
         self.files: dict[str, tuple[str, bytes]] = {}  # file_id → (file_path, data)
         # File downloads: how long each takes, and the file paths asked for, in order
@@ -156,6 +157,11 @@ class FakeTelegram:
         self.file_delay = 0.0
         self.downloads: list[str] = []
         self.announced_size: int | None = None  # a photo's file_size, if not its real one
+        # A file server that lies: every file is this many bytes, sent without a length,
+        # and `streamed` counts the bytes written before the client hung up.
+        self.stream_bytes: int | None = None
+        self.streamed = 0
+        self.stream_ended = asyncio.Event()
         self.webhook = ""  # the URL setWebhook set; getUpdates then answers 409
         self.webhook_secret = ""
         self.webhook_updates: list[str] = []  # its allowed_updates
@@ -345,15 +351,32 @@ class FakeTelegram:
             return _reply(body, exc.status)
         return _reply({"ok": True, "result": result})
 
-    async def _file(self, request: web.Request) -> web.Response:
+    async def _file(self, request: web.Request) -> web.StreamResponse:
         path = request.match_info["path"]
         self.downloads.append(path)
         await asyncio.sleep(self.file_delay)
+        if self.stream_bytes is not None:
+            return await self._stream(request, self.stream_bytes)
         for file_path, data in self.files.values():
             if file_path == path and request.match_info["token"] == self.token:
                 self.downloads.append(f"done:{path}")
                 return web.Response(body=data, content_type="application/octet-stream")
         return web.Response(status=404)
+
+    async def _stream(self, request: web.Request, size: int) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        chunk = bytes(64 * 1024)
+        try:
+            while self.streamed < size:
+                await response.write(chunk)
+                self.streamed += len(chunk)
+        except ConnectionError:  # the client hung up
+            pass
+        finally:
+            self.stream_ended.set()
+        return response
 
     # --- methods (each `_m_<name>` answers Bot API method <name>) ---------------------------
 
@@ -383,7 +406,10 @@ class FakeTelegram:
                 await asyncio.wait_for(self._new_update.wait(), remaining)
             except TimeoutError:
                 break
-        return self.updates[: int(params.get("limit") or 100)]
+        handed = self.updates[: int(params.get("limit") or 100)]
+        for update in handed:
+            self.handed[update["update_id"]] = self.handed.get(update["update_id"], 0) + 1
+        return handed
 
     async def _m_sendMessage(self, params: dict[str, Any]) -> Any:
         chat_id = int(params["chat_id"])
