@@ -8,16 +8,22 @@ offset does not move past it), or, where the platform was already answered (a
 webhook, Slack's ack), hands it in again itself with `until_taken`. The bridge
 counts the attempts per delivery id; after `ADMIT_TRIES` it tells the person, and
 the update is let go.
+
+Before that, `screen` is the pure part of admission: the bridge's own and other
+bots' messages and edits are dropped, senders not allowed are refused (`refusal`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import anyio
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Collection
+
+    from bridge.model import Inbound
 
 # A store hiccup (a Redis failover, a locked sqlite file) lasts seconds: five tries
 # over about eight seconds, then the person is asked to send it again.
@@ -53,3 +59,32 @@ async def until_taken(handle: Callable[[T], Awaitable[None]], item: T) -> None:
         except AdmissionFailed:
             attempt += 1
             await anyio.sleep(retry_delay(attempt))
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Why an inbound is not routed, or None to route it."""
+
+    action: Literal["drop", "refuse"]
+    reason: str
+
+
+def refusal(user_id: str) -> str:
+    """What a sender `screen` refuses is told (once), with the id an admin would add."""
+    return (
+        "Sorry, you are not allowed to use this bot. "
+        f"(Your user id is {user_id}; an admin can add it.)"
+    )
+
+
+def screen(inbound: Inbound, allowed: Collection[str] | None) -> Gate | None:
+    """The pure part of admission: own messages and edits are dropped, senders not
+    in `allowed` (None: everyone) are refused. Duplicates are checked by the
+    caller against the store, which remembers delivery ids across restarts."""
+    if inbound.from_self or inbound.sender.is_bot:
+        return Gate("drop", "own or bot message")
+    if inbound.is_edit:
+        return Gate("drop", "edit of an earlier message")
+    if allowed is not None and not inbound.sender.named_in(allowed):
+        return Gate("refuse", "sender not allowed")
+    return None

@@ -258,6 +258,12 @@ class PlatformLimits:
         return self.chat_rate
 
 
+class InboundHandler(Protocol):
+    """What a platform's runner hands each converted inbound to (the bridge)."""
+
+    async def handle(self, inbound: Inbound) -> None: ...
+
+
 class Formatter(Protocol):
     """Markdown → the platform's markup, split into messages of at most `limit`."""
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from bridge.model import BusyPolicy, ConversationSettings, Verbosity
+from bridge.store.records import ConversationRecord
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -123,6 +124,18 @@ class BridgeOptions:
 
     def session_dir(self, key: str) -> Path:
         return self.data_dir / "sessions" / safe_name(key)
+
+    def new_record(self, key: str, owner: str, now: float) -> ConversationRecord:
+        """The record of a conversation `owner` begins under `key` at `now`."""
+        return ConversationRecord(
+            key=key,
+            workspace=str(self.workspace(key)),
+            session_dir=str(self.session_dir(key)),
+            owner=owner,
+            settings=self.settings_of(key),
+            created_at=now,
+            last_active=now,
+        )
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

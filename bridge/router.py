@@ -9,8 +9,8 @@ prompt templates, skills); while the agent compacts, steer and follow-up wait.
 An input dialog is answered by a reply to its message or, after its [Answer]
 button was pressed without a form, by the presser's next message that is not
 a command.
-Authorization and duplicate detection happen before routing (they need the
-store); `screen()` is the pure part of that gate.
+Admission (who may talk, duplicates) happens before routing: admission.py.
+What a `/word` is comes from the command registry (controls/table.py).
 """
 
 from __future__ import annotations
@@ -18,31 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from bridge.controls.table import COMMANDS
+
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
 
     from bridge.model import Image, Inbound
 
-# Control commands the bridge answers itself (DESIGN.md "Inbound").
-CONTROL_COMMANDS = frozenset(
-    {
-        "new",
-        "status",
-        "model",
-        "thinking",
-        "compact",
-        "fork",
-        "clone",
-        "name",
-        "export",
-        "commands",
-        "queue",
-        "help",
-        "policy",
-        "verbose",
-    }
-)
-_STOP_WORDS = frozenset({"stop", "abort", "cancel"})
 FOLLOW_UP_PREFIX = ">>"
 
 
@@ -152,17 +134,36 @@ def route(inbound: Inbound, view: View) -> Intent:
 
 
 def _command(name: str, arg: str, images: tuple[Image, ...], view: View) -> Intent:
-    if name in _STOP_WORDS:
-        return Stop()
-    if name == "steer":
-        # Idle, it is the next prompt; a bare "/steer" is nothing to send, not an empty prompt.
-        return _queued(Steer(arg, images), view)
-    if name in ("later", "followup", "follow_up"):
-        return _queued(FollowUp(arg, images), view)
-    if name in CONTROL_COMMANDS:
-        return Control(name, arg)
-    # Not ours: extension commands, prompt templates and skills are the agent's.
-    return _message("/" + f"{name} {arg}".strip(), images, view)
+    command = COMMANDS.find(name)
+    match command.action if command is not None else None:
+        case "stop":
+            return Stop()
+        case "steer":
+            # Idle, it is the next prompt; a bare "/steer" is nothing to send, not an empty prompt.
+            return _queued(Steer(arg, images), view)
+        case "later":
+            return _queued(FollowUp(arg, images), view)
+        case "control":
+            assert command is not None
+            return Control(command.name, arg)
+        case _:
+            # Not ours: extension commands, prompt templates and skills are the agent's.
+            return _message("/" + f"{name} {arg}".strip(), images, view)
+
+
+def urgent(inbound: Inbound, prefixes: Collection[str], bot_name: str = "") -> Press | Stop | None:
+    """The intent of an inbound that must not wait in the inbox (a button press, a
+    stop), or None: a stop must reach the run it stops, a press the question that
+    is open now. The rest is routed when taken from the inbox, against the state
+    of that moment."""
+    press = inbound.press
+    if press is not None:
+        return Press(press.token, press.press_id, press.text)
+    command = parse_command(inbound.text.strip(), prefixes, bot_name)
+    if command is None:
+        return None
+    found = COMMANDS.find(command[0])
+    return Stop() if found is not None and found.action == "stop" else None
 
 
 def _message(text: str, images: tuple[Image, ...], view: View) -> Intent:
@@ -206,32 +207,3 @@ def parse_command(
     if not head or not (head[0].isalpha() and all(c.isalnum() or c in "_-:." for c in head)):
         return None
     return head.lower(), rest.strip()
-
-
-@dataclass(frozen=True, slots=True)
-class Gate:
-    """Why an inbound is not routed, or None to route it."""
-
-    action: Literal["drop", "refuse"]
-    reason: str
-
-
-def refusal(user_id: str) -> str:
-    """What a sender `screen` refuses is told (once), with the id an admin would add."""
-    return (
-        "Sorry, you are not allowed to use this bot. "
-        f"(Your user id is {user_id}; an admin can add it.)"
-    )
-
-
-def screen(inbound: Inbound, allowed: Collection[str] | None) -> Gate | None:
-    """The pure part of admission: own messages and edits are dropped, senders not
-    in `allowed` (None: everyone) are refused. Duplicates are checked by the
-    caller against the store, which remembers delivery ids across restarts."""
-    if inbound.from_self or inbound.sender.is_bot:
-        return Gate("drop", "own or bot message")
-    if inbound.is_edit:
-        return Gate("drop", "edit of an earlier message")
-    if allowed is not None and not inbound.sender.named_in(allowed):
-        return Gate("refuse", "sender not allowed")
-    return None

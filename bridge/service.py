@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from bridge.admission import ADMIT_TRIES, GIVEN_UP, AdmissionFailed
-from bridge.conversation import Services
+from bridge.admission import ADMIT_TRIES, GIVEN_UP, AdmissionFailed, refusal, screen
 from bridge.model import AnswerPress, Send
 from bridge.outbox import Outbox
-from bridge.router import refusal, screen
+from bridge.services import Services
 from bridge.supervisor import AgentSlots, Supervisor
 
 if TYPE_CHECKING:

@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from bridge.conversation import Conversation, Services, SlotGate, dead_press
+from bridge.conversation import Conversation
+from bridge.dialogs import dead_press
 from bridge.model import ChatRef, MessageRef, React
 from bridge.render.status import retire_after_crash, run_is_live
 from bridge.router import Ignore, View, route
+from bridge.services import Holder, Services, SlotGate
 from bridge.store.records import LiveRunRecord
 
 if TYPE_CHECKING:
@@ -51,19 +53,19 @@ DRAIN_POLL = 0.1
 
 class AgentSlots(SlotGate):
     """The caps on live agents: `limit` over all, and each conversation's
-    `options.max_per_user` over its owner's conversations."""
+    `max_per_user` over its owner's conversations."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
-        self.live: dict[str, Conversation] = {}
+        self.live: dict[str, Holder] = {}
         self._changed = anyio.Event()
 
-    async def acquire(self, conversation: Conversation) -> None:
+    async def acquire(self, holder: Holder) -> None:
         told: set[str] = set()
-        while conversation.key not in self.live:
-            blocked = self._blocked(conversation)
+        while holder.key not in self.live:
+            blocked = self._blocked(holder)
             if blocked is None:
-                self.live[conversation.key] = conversation
+                self.live[holder.key] = holder
                 return
             notice, holders = blocked
             victim = _least_recent_idle(holders)
@@ -73,14 +75,14 @@ class AgentSlots(SlotGate):
                 continue
             if notice not in told:
                 told.add(notice)
-                conversation.notify(notice)
+                holder.notify(notice)
             await self._changed.wait()
 
-    def _blocked(self, conversation: Conversation) -> tuple[str, list[Conversation]] | None:
-        """Why `conversation` may not start an agent now, and the live agents one of
+    def _blocked(self, holder: Holder) -> tuple[str, list[Holder]] | None:
+        """Why `holder` may not start an agent now, and the live agents one of
         which could make room; None when it may."""
-        per_user = max(1, conversation.s.options.max_per_user)
-        owner = conversation.owner
+        per_user = max(1, holder.max_per_user)
+        owner = holder.owner
         theirs = [c for c in self.live.values() if c.owner == owner]
         if len(theirs) >= per_user:
             working = f"⏳ You have {len(theirs)} agents working"
@@ -90,9 +92,9 @@ class AgentSlots(SlotGate):
             return busy, list(self.live.values())
         return None
 
-    def release(self, conversation: Conversation) -> None:
-        if self.live.get(conversation.key) is conversation:
-            del self.live[conversation.key]
+    def release(self, holder: Holder) -> None:
+        if self.live.get(holder.key) is holder:
+            del self.live[holder.key]
         self.changed()
 
     def changed(self) -> None:
@@ -101,7 +103,7 @@ class AgentSlots(SlotGate):
         self._changed = anyio.Event()
 
 
-def _least_recent_idle(holders: list[Conversation]) -> Conversation | None:
+def _least_recent_idle(holders: list[Holder]) -> Holder | None:
     idle = [c for c in holders if c.idle]
     return min(idle, key=lambda c: c.last_active, default=None)
 
@@ -258,21 +260,25 @@ class Supervisor:
             del self.conversations[key]
             conversation.close()
 
+    def _live(self) -> list[Conversation]:
+        """Conversations holding a live agent's slot."""
+        return [c for k, c in list(self.conversations.items()) if k in self.slots.live]
+
     async def drain(self, grace: float | None = None) -> None:
         """Stop intake, let runs finish up to `grace` seconds, then end every agent."""
         self.accepting = False
         limit = self.s.options.drain_timeout if grace is None else grace
         with anyio.move_on_after(limit):
             # Polled: "no conversation busy" is a state over many agents, not one event.
-            while any(c.busy for c in self.slots.live.values()):  # noqa: ASYNC110
+            while any(c.busy for c in self._live()):  # noqa: ASYNC110
                 await anyio.sleep(DRAIN_POLL)
-        for conversation in list(self.slots.live.values()):
+        for conversation in self._live():
             if conversation.busy:
                 conversation.interrupt(
                     "⏹ interrupted: the bridge is restarting. Your session is kept."
                 )
         async with anyio.create_task_group() as tg:
-            for conversation in list(self.slots.live.values()):
+            for conversation in self._live():
                 tg.start_soon(conversation.reap)
         if self._tg is not None:
             self._tg.cancel_scope.cancel()

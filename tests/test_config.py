@@ -16,12 +16,17 @@ import pytest
 from adapters.slack.settings import SlackSettings
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.settings import TelegramSettings
+from bridge.admission import screen
 from bridge.app.config import ConfigError, load_config
+from bridge.app.schema import TELEGRAM_ONLY, SlackSection, TelegramSection
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
 from bridge.options import safe_name
-from bridge.router import screen
 
 if TYPE_CHECKING:
+    from collections.abc import Set as AbstractSet
+
+    from pydantic import BaseModel
+
     from bridge.app.config import Loaded
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "deploy" / "pi-bridge.example.toml"
@@ -512,17 +517,28 @@ def test_an_empty_allowlist_refuses_everyone_at_the_gate(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("value", [" , ", ","])
-def test_the_adapters_own_environment_readers_keep_an_empty_allowlist_empty(value: str) -> None:
+def test_an_allowlist_set_to_nothing_in_the_environment_lets_nobody_in(
+    tmp_path: Path, value: str
+) -> None:
     # A list that is set but names nobody lets nobody in; only an unset one is "no list".
-    telegram = TelegramSettings.from_env(
-        {"TELEGRAM_BOT_TOKEN": "1:a", "TELEGRAM_ALLOWED_USERS": value}
+    loaded = load(
+        tmp_path,
+        None,
+        {
+            "TELEGRAM_BOT_TOKEN": "1:a",
+            "TELEGRAM_ALLOWED_USERS": value,
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_APP_TOKEN": "xapp-1",
+            "SLACK_ALLOWED_USERS": value,
+        },
     )
-    slack = SlackSettings.from_env(
-        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "SLACK_ALLOWED_USERS": value}
-    )
-    assert telegram.allowed_users == frozenset()
-    assert slack.allowed_users == frozenset()
-    assert TelegramSettings.from_env({"TELEGRAM_BOT_TOKEN": "1:a"}).allowed_users is None
+    assert loaded.telegram is not None
+    assert loaded.slack is not None
+    assert loaded.telegram.allowed_users == frozenset()
+    assert loaded.slack.allowed_users == frozenset()
+    unset = load(tmp_path, None, {"TELEGRAM_BOT_TOKEN": "1:a", "PI_BRIDGE_ALLOW_EVERYONE": "true"})
+    assert unset.telegram is not None
+    assert unset.telegram.allowed_users is None
 
 
 SLACK_HTTP = {
@@ -547,6 +563,129 @@ def test_slack_http_mode_listens_on_loopback_unless_told_otherwise(
     loaded = load(tmp_path, toml, SLACK_HTTP | env)
     assert loaded.slack is not None
     assert loaded.slack.http_host == host
-    assert SlackSettings.from_env(SLACK_HTTP | env).http_host == (
-        "127.0.0.1" if "SLACK_HTTP_HOST" not in env else host
+    bare = tmp_path / "no-file"  # the environment alone
+    bare.mkdir()
+    env_only = load(bare, None, SLACK_HTTP | env)
+    assert env_only.slack is not None
+    assert env_only.slack.http_host == ("127.0.0.1" if "SLACK_HTTP_HOST" not in env else host)
+
+
+# The adapters' settings have one reader: the configuration (the environment names
+# below were the adapters' own `from_env`'s; they now go through `ENV_NAMES`).
+
+
+def test_slack_settings_come_from_the_documented_environment_names(tmp_path: Path) -> None:
+    loaded = load(
+        tmp_path,
+        None,
+        {
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_APP_TOKEN": "xapp-1",
+            "SLACK_API_BASE_URL": "http://127.0.0.1:9/api/",
+            "SLACK_ALLOWED_USERS": "U1, U2",
+            "SLACK_APPROVERS": "U1, S0LEADS",
+            "SLACK_ALLOWED_CHANNELS": "C1,C2",
+        },
     )
+    settings = loaded.slack
+    assert settings is not None
+    assert settings.socket_mode
+    assert settings.api_base_url == "http://127.0.0.1:9/api/"
+    assert settings.allowed_users == frozenset({"U1", "U2"})
+    assert settings.approvers == frozenset({"U1", "S0LEADS"})
+    assert settings.user_groups == frozenset({"S0LEADS"})
+    assert settings.allowed_channels == frozenset({"C1", "C2"})
+    assert "xoxb" not in repr(settings)
+    with pytest.raises(ConfigError, match="SLACK_APP_TOKEN"):
+        load(tmp_path, None, {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_ALLOWED_USERS": "U1"})
+
+
+def test_telegram_settings_come_from_the_documented_environment_names(tmp_path: Path) -> None:
+    env = {
+        "TELEGRAM_BOT_TOKEN": "1:abc",
+        "TELEGRAM_API_BASE_URL": "http://127.0.0.1:9/bot",
+        "TELEGRAM_ALLOWED_USERS": "42, 7",
+        "TELEGRAM_APPROVERS": "42",
+    }
+    loaded = load(tmp_path, None, env).telegram
+    assert loaded is not None
+    assert (loaded.token, loaded.base_url) == ("1:abc", "http://127.0.0.1:9/bot")
+    assert (loaded.allowed_users, loaded.approvers) == (frozenset({"42", "7"}), frozenset({"42"}))
+    assert "1:abc" not in repr(loaded)
+    with pytest.raises(ConfigError, match="TELEGRAM_BOT_TOKEN"):
+        load(tmp_path, None, {"TELEGRAM_ALLOWED_USERS": "42"})
+
+
+def test_every_platform_environment_name_reaches_the_settings(tmp_path: Path) -> None:
+    loaded = load(
+        tmp_path,
+        None,
+        {
+            "TELEGRAM_BOT_TOKEN": "1:abc",
+            "TELEGRAM_API_BASE_URL": "http://127.0.0.1:9/bot",
+            "TELEGRAM_FILE_BASE_URL": "http://127.0.0.1:9/file/bot",
+            "TELEGRAM_ALLOWED_USERS": "42",
+            "TELEGRAM_APPROVERS": "42",
+            "TELEGRAM_WEBHOOK_URL": "https://bot.example/hook",
+            "TELEGRAM_WEBHOOK_SECRET": "s3cret",
+            "TELEGRAM_WEBHOOK_LISTEN": "0.0.0.0",
+            "TELEGRAM_WEBHOOK_PORT": "8444",
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_SIGNING_SECRET": "sig",
+            "SLACK_API_BASE_URL": "http://127.0.0.1:9/api/",
+            "SLACK_ALLOWED_USERS": "U1",
+            "SLACK_APPROVERS": "U1",
+            "SLACK_ALLOWED_CHANNELS": "C1",
+            "SLACK_HTTP_PORT": "3100",
+            "SLACK_HTTP_HOST": "0.0.0.0",
+        },
+    )
+    assert loaded.telegram == TelegramSettings(
+        token="1:abc",
+        base_url="http://127.0.0.1:9/bot",
+        base_file_url="http://127.0.0.1:9/file/bot",
+        allowed_users=frozenset({"42"}),
+        approvers=frozenset({"42"}),
+        webhook_url="https://bot.example/hook",
+        webhook_secret="s3cret",
+        webhook_listen="0.0.0.0",
+        webhook_port=8444,
+    )
+    assert loaded.slack == SlackSettings(
+        bot_token="xoxb-1",
+        signing_secret="sig",
+        api_base_url="http://127.0.0.1:9/api/",
+        allowed_users=frozenset({"U1"}),
+        approvers=frozenset({"U1"}),
+        allowed_channels=frozenset({"C1"}),
+        http_port=3100,
+        http_host="0.0.0.0",
+    )
+
+
+def test_an_empty_channel_list_limits_no_channel(tmp_path: Path) -> None:
+    # Unlike an empty user list (nobody), an empty channel list is no limit at all.
+    loaded = load(tmp_path, "[slack]\nallowed_channels = []\n", SLACK_HTTP)
+    assert loaded.slack is not None
+    assert loaded.slack.allowed_channels is None
+
+
+@pytest.mark.parametrize(
+    ("section", "settings", "file_only"),
+    [(TelegramSection, TelegramSettings, TELEGRAM_ONLY), (SlackSection, SlackSettings, set())],
+    ids=["telegram", "slack"],
+)
+def test_a_platform_section_holds_exactly_its_settings_fields(
+    section: type[BaseModel], settings: type[object], file_only: AbstractSet[str]
+) -> None:
+    # The settings are built from the section's dump: a field missing from either side
+    # would be silently left at its default.
+    fields = {f.name for f in dataclasses.fields(settings)}  # type: ignore[arg-type]
+    assert set(section.model_fields) - file_only == fields
+
+
+def test_a_webhook_without_its_secret_is_refused_by_the_settings_themselves() -> None:
+    # The one check: it holds for settings the configuration builds and for any other.
+    with pytest.raises(ValueError, match="webhook_secret"):
+        TelegramSettings(token="1:a", webhook_url="https://bot.example/hook")
+    assert TelegramSettings(token="1:a", webhook_url="https://x", webhook_secret="s").webhook_url

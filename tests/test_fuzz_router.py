@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from bridge.admission import screen
 from bridge.model import ButtonPress, ChatRef, Image, Inbound, MessageRef, Sender
 from bridge.router import (
     AskBusy,
@@ -33,7 +34,6 @@ from bridge.router import (
     View,
     parse_command,
     route,
-    screen,
 )
 from tests.support.fuzzing import FUZZ, TEXT, ran
 

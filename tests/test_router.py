@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.admission import screen
 from bridge.model import ButtonPress, ChatRef, Image, Inbound, Sender
 from bridge.router import (
     AskBusy,
@@ -23,7 +24,6 @@ from bridge.router import (
     View,
     parse_command,
     route,
-    screen,
 )
 
 IDLE = View()

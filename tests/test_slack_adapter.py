@@ -585,27 +585,6 @@ async def test_http_mode_verifies_signatures_and_drops_retries(
     assert [i.text for i in bridge.inbounds] == ["hi"]
 
 
-def test_settings_come_from_the_documented_environment_names() -> None:
-    settings = SlackSettings.from_env(
-        {
-            "SLACK_BOT_TOKEN": "xoxb-1",
-            "SLACK_APP_TOKEN": "xapp-1",
-            "SLACK_API_BASE_URL": "http://127.0.0.1:9/api/",
-            "SLACK_ALLOWED_USERS": "U1, U2",
-            "SLACK_APPROVERS": "U1, S0LEADS",
-            "SLACK_ALLOWED_CHANNELS": "C1,C2",
-        }
-    )
-    assert settings.socket_mode
-    assert settings.allowed_users == frozenset({"U1", "U2"})
-    assert settings.approvers == frozenset({"U1", "S0LEADS"})
-    assert settings.user_groups == frozenset({"S0LEADS"})
-    assert settings.allowed_channels == frozenset({"C1", "C2"})
-    assert "xoxb" not in repr(settings)
-    with pytest.raises(ValueError, match="SLACK_APP_TOKEN"):
-        SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-1"})
-
-
 async def test_run_slack_refuses_a_stranger_politely_without_agent_work(
     slack: FakeSlack, tmp_path: Path
 ) -> None:

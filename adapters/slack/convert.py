@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adapters.malformed import ignore_malformed
+from bridge.controls import COMMANDS
 from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
-from bridge.router import CONTROL_COMMANDS
 
 if TYPE_CHECKING:
     from collections.abc import Container, Mapping
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 ACTION_PREFIX = "pi_bridge:"  # action_id prefix of the bridge's buttons
 # "@bot stop" is a command; "@bot help me with X" is a prompt, so other control
 # words count only when they are the whole message.
-_STOP_WORDS = frozenset({"stop", "abort", "cancel"})
 # Subtypes that are still a person (or bot) writing; joins, topic changes … are not.
 _CONTENT_SUBTYPES = frozenset({None, "file_share", "thread_broadcast", "me_message", "bot_message"})
 _LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|[^>]*)?>")
@@ -206,7 +205,11 @@ def clean_text(text: str, bot_user_id: str) -> str:
 
 
 def _is_command_word(word: str, count: int) -> bool:
-    return word in _STOP_WORDS or (count == 1 and word in CONTROL_COMMANDS)
+    """A stop word anywhere in a line, a control command only on its own."""
+    command = COMMANDS.find(word)
+    if command is None:
+        return False
+    return command.action == "stop" or (count == 1 and command.action == "control")
 
 
 def image_files(message: Mapping[str, Any]) -> tuple[ImageFile, ...]:

@@ -26,7 +26,7 @@ import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from aiohttp import web
@@ -46,10 +46,9 @@ from adapters.slack.convert import (
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
-from bridge.admission import ADMIT_TRIES, retry_delay, until_taken
+from bridge.admission import ADMIT_TRIES, refusal, retry_delay, until_taken
 from bridge.httpserver import READ_TIMEOUT, runner
 from bridge.model import Attachment, PlatformError, Sender
-from bridge.router import refusal
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
@@ -60,7 +59,7 @@ if TYPE_CHECKING:
     from adapters.slack.convert import Identity
     from adapters.slack.settings import SlackSettings
     from adapters.slack.slash import SlashTask
-    from bridge.model import Inbound
+    from bridge.model import Inbound, InboundHandler
     from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -72,10 +71,6 @@ NOT_HERE = (
     "I'm not enabled in this channel. An admin can add it to SLACK_ALLOWED_CHANNELS; "
     "a direct message to me works too."
 )
-
-
-class Handles(Protocol):
-    async def handle(self, inbound: Inbound) -> None: ...
 
 
 @dataclass
@@ -313,7 +308,7 @@ async def serve(
 @contextlib.asynccontextmanager
 async def slack_intake(
     settings: SlackSettings,
-    handler: Handles,
+    handler: InboundHandler,
     adapter: SlackAdapter,
     owns: Callable[[str], Awaitable[bool]] | None = None,
     user_groups: Collection[str] = (),
@@ -342,7 +337,7 @@ async def slack_intake(
 
 async def run_slack(
     settings: SlackSettings,
-    bridge_for: Callable[[SlackAdapter], contextlib.AbstractAsyncContextManager[Handles]],
+    bridge_for: Callable[[SlackAdapter], contextlib.AbstractAsyncContextManager[InboundHandler]],
     store: Store,
     *,
     stop: anyio.Event | None = None,

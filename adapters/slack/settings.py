@@ -1,4 +1,4 @@
-"""What the Slack adapter needs to run, read from the documented environment names.
+"""What the Slack adapter needs to run (built by the configuration layer, `bridge.app`).
 
 Socket Mode is used when `app_token` is set (no public URL needed); otherwise the
 bolt app serves HTTP on `http_port` and verifies requests with `signing_secret`.
@@ -8,14 +8,9 @@ Allowed users and approvers may be user ids or user group ids ("S…");
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from adapters.slack.groups import user_groups_in
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 DEFAULT_API_BASE_URL = "https://slack.com/api/"
 DEFAULT_HTTP_PORT = 3000
@@ -55,30 +50,3 @@ class SlackSettings:
     def __repr__(self) -> str:
         # Tokens never reach logs or tracebacks.
         return f"SlackSettings(socket_mode={self.socket_mode}, api_base_url={self.api_base_url!r})"
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
-        env = os.environ if env is None else env
-        channels = _ids(env.get("SLACK_ALLOWED_CHANNELS", ""))
-        port = env.get("SLACK_HTTP_PORT", "")
-        return cls(
-            bot_token=env.get("SLACK_BOT_TOKEN", ""),
-            app_token=env.get("SLACK_APP_TOKEN", ""),
-            signing_secret=env.get("SLACK_SIGNING_SECRET", ""),
-            api_base_url=env.get("SLACK_API_BASE_URL", "") or DEFAULT_API_BASE_URL,
-            allowed_users=_allowlist(env.get("SLACK_ALLOWED_USERS", "")),
-            approvers=_ids(env.get("SLACK_APPROVERS", "")),
-            allowed_channels=channels or None,
-            http_port=int(port) if port else DEFAULT_HTTP_PORT,
-            http_host=env.get("SLACK_HTTP_HOST", "") or DEFAULT_HTTP_HOST,
-        )
-
-
-def _ids(value: str) -> frozenset[str]:
-    return frozenset(part.strip() for part in value.split(",") if part.strip())
-
-
-def _allowlist(value: str) -> frozenset[str] | None:
-    """As bridge/app/config.py reads it: unset (or empty) is no list at all; a list set
-    to nothing but commas names nobody, and lets nobody in."""
-    return _ids(value) if value.strip() else None

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx
@@ -40,6 +40,7 @@ from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
 from bridge.admission import AdmissionFailed, retry_delay
+from bridge.controls import COMMANDS as REGISTRY
 from bridge.model import Attachment, AttachmentRefused
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from adapters.telegram.settings import TelegramSettings
-    from bridge.model import Adapter, Inbound
+    from bridge.model import Adapter, Inbound, InboundHandler
 
 log = logging.getLogger(__name__)
 
@@ -57,29 +58,8 @@ DOWNLOAD_TIMEOUT = 30.0  # one photo (getFile + download, ≤ 20 MB by Bot API r
 ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0)  # seconds between failing polls
 HTTP_POOL = 16  # the outbox calls concurrently for different chats
 
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("new", "start a new session"),
-    ("status", "what the agent is doing"),
-    ("model", "show or change the model"),
-    ("thinking", "show or change the thinking level"),
-    ("compact", "compact the session's context"),
-    ("fork", "fork from an earlier message"),
-    ("clone", "clone the session"),
-    ("name", "name the session"),
-    ("export", "export the session as HTML"),
-    ("commands", "the agent's own commands"),
-    ("queue", "show queued messages"),
-    ("policy", "what a message does while the agent works"),
-    ("verbose", "how tool calls are shown"),
-    ("stop", "stop the current run"),
-    ("later", "queue a message for after this run"),
-    ("steer", "steer the current run"),
-    ("help", "what the bridge understands"),
-)
-
-
-class Handler(Protocol):
-    async def handle(self, inbound: Inbound) -> None: ...
+# The command menu, from the bridge's one command registry.
+COMMANDS: tuple[tuple[str, str], ...] = tuple(REGISTRY.menu())
 
 
 def make_bot(settings: TelegramSettings) -> Bot:
@@ -96,14 +76,12 @@ def make_bot(settings: TelegramSettings) -> Bot:
 async def serve(
     settings: TelegramSettings,
     # (adapter, bot_name) → e.g. `Bridge(adapter, store, options, bot_name=bot_name)`
-    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[Handler]],
+    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[InboundHandler]],
     *,
     stop: anyio.Event | None = None,
 ) -> None:
     """Serve the bot until `stop` is set (or this task is cancelled)."""
-    if settings.webhook_url and not settings.webhook_secret:
-        # Without the secret anyone who finds the URL could post updates as any user.
-        raise ValueError("a Telegram webhook needs webhook_secret")
+    # A webhook without its secret cannot get here: `TelegramSettings` refuses it when built.
     bot = make_bot(settings)
     await bot.initialize()  # getMe: fails fast on a bad token
     try:
@@ -123,7 +101,7 @@ async def _serve_polling(
     bot: Bot,
     me: Me,
     adapter: Adapter,
-    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[Handler]],
+    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[InboundHandler]],
     stop: anyio.Event | None,
 ) -> None:
     await bot.delete_webhook(drop_pending_updates=False)
@@ -143,7 +121,7 @@ async def _serve_webhook(
     bot: Bot,
     me: Me,
     adapter: Adapter,
-    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[Handler]],
+    bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[InboundHandler]],
     stop: anyio.Event | None,
 ) -> None:
     url, secret = settings.webhook_url or "", settings.webhook_secret or ""

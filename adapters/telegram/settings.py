@@ -1,18 +1,14 @@
 """Settings of the Telegram adapter: token, Bot API server, who may talk, group rules.
 
-Frozen: built once at start (from the environment names in docs/design.md, or by
-the configuration layer) and passed down. The token is a secret: `repr` hides it,
-and it must never reach an agent's environment.
+Frozen: built once at start (by the configuration layer, `bridge.app`, from the
+file and the environment names in docs/design.md) and passed down. The token is a
+secret: `repr` hides it, and it must never reach an agent's environment.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from typing import Literal
 
 GroupTrigger = Literal["mention", "all"]
 
@@ -38,31 +34,14 @@ class TelegramSettings:
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 8443
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> TelegramSettings:
-        """Read the environment names fixed in docs/design.md."""
-        env = os.environ if env is None else env
-        token = env.get("TELEGRAM_BOT_TOKEN", "")
-        if not token:
-            raise ValueError("TELEGRAM_BOT_TOKEN is not set")
-        return cls(
-            token=token,
-            base_url=env.get("TELEGRAM_API_BASE_URL") or PUBLIC_API,
-            base_file_url=env.get("TELEGRAM_FILE_BASE_URL") or PUBLIC_FILES,
-            allowed_users=_allowlist(env.get("TELEGRAM_ALLOWED_USERS", "")),
-            approvers=_ids(env.get("TELEGRAM_APPROVERS", "")),
-            webhook_url=env.get("TELEGRAM_WEBHOOK_URL") or None,
-            webhook_secret=env.get("TELEGRAM_WEBHOOK_SECRET") or None,
-            webhook_listen=env.get("TELEGRAM_WEBHOOK_LISTEN") or "127.0.0.1",
-            webhook_port=int(env.get("TELEGRAM_WEBHOOK_PORT") or 8443),
-        )
-
-
-def _ids(value: str) -> frozenset[str]:
-    return frozenset(part.strip() for part in value.split(",") if part.strip())
-
-
-def _allowlist(value: str) -> frozenset[str] | None:
-    """As bridge/app/config.py reads it: unset (or empty) is no list at all; a list set
-    to nothing but commas names nobody, and lets nobody in."""
-    return _ids(value) if value.strip() else None
+    def __post_init__(self) -> None:
+        # The one check for the webhook's secret. Here, not in the configuration or the
+        # runner, because both paths build these settings: the configuration reports
+        # this ValueError as a problem line, and code that builds settings itself (tests,
+        # bench/) cannot get a webhook that anyone who finds its URL could post updates
+        # to as any user.
+        if self.webhook_url and not self.webhook_secret:
+            raise ValueError(
+                "webhook_url is set but webhook_secret is not: set TELEGRAM_WEBHOOK_SECRET "
+                "(without it anyone who finds the URL could post updates as any user)"
+            )

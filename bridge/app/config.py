@@ -2,14 +2,16 @@
 
 The file is `$PI_BRIDGE_CONFIG`, else `./pi-bridge.toml` when it exists, else
 none (the embedded defaults: sqlite in ./data, the console). The environment
-names of docs/design.md are a stable contract and override the file; secrets
-(bot tokens, the signing secret) are read only from the environment, so a
-config file can be committed or mounted without leaking them.
+names of docs/design.md are a stable contract and override the file
+(`bridge.app.environment`); secrets (bot tokens, the signing secret) are read only
+from the environment, so a config file can be committed or mounted without leaking
+them. The tree's shape is `bridge.app.schema`.
 
 `load_config()` reports every mistake at once as a `ConfigError` whose lines
 name the setting (its TOML key, or its environment variable when it came from
 there) and what is wrong with it; `Loaded` carries what the rest of the bridge
-takes: `BridgeOptions` and the settings of each configured platform.
+takes: `BridgeOptions` and the settings of each configured platform
+(`bridge.app.platforms`).
 """
 
 from __future__ import annotations
@@ -20,81 +22,36 @@ import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import ValidationError
 
-from adapters.slack.settings import DEFAULT_API_BASE_URL as SLACK_API
-from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, SlackSettings
-from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
-from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
-from adapters.telegram.settings import TelegramSettings
-from bridge.model import BusyPolicy, ConversationSettings, Verbosity
-from bridge.options import (
-    KEY_PREFIXES,
-    AgentOptions,
-    BridgeOptions,
-    ChatOptions,
-    SandboxMode,
-    SandboxOptions,
+from bridge.app.environment import SECRETS, env_tree
+from bridge.app.platforms import (
+    open_platforms,
+    open_to_everyone,
+    slack_settings,
+    telegram_settings,
 )
+from bridge.app.schema import Config, LimitsSection
+from bridge.model import ConversationSettings
+from bridge.options import KEY_PREFIXES, AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
 from bridge.paths import default_agent_argv
 from bridge.rpc.env import SecretInAgentEnv, agent_environment
-from bridge.sandbox import default_mode
-from bridge.store.base import redact_url
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from adapters.slack.settings import SlackSettings
+    from adapters.telegram.settings import TelegramSettings
+
+# Importers of these names from here predate the split into modules.
+__all__ = ["Config", "ConfigError", "LimitsSection", "Loaded", "load_config", "open_platforms"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FILE = "pi-bridge.toml"
-
-# Secrets by their TOML location; they may only come from these environment names.
-SECRETS: dict[tuple[str, ...], str] = {
-    ("telegram", "bot_token"): "TELEGRAM_BOT_TOKEN",
-    ("telegram", "webhook_secret"): "TELEGRAM_WEBHOOK_SECRET",
-    ("slack", "bot_token"): "SLACK_BOT_TOKEN",
-    ("slack", "app_token"): "SLACK_APP_TOKEN",
-    ("slack", "signing_secret"): "SLACK_SIGNING_SECRET",
-}
-
-# The environment contract (docs/design.md) plus a few operational extras, each
-# mapped to its place in the TOML tree; "list" values are comma-separated.
-ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
-    "PI_BRIDGE_DATA_DIR": (("data_dir",), "str"),
-    "PI_BRIDGE_STORE": (("store",), "str"),
-    "PI_BRIDGE_AGENT_COMMAND": (("agent", "command"), "str"),
-    "PI_BRIDGE_AGENT_ENV": (("agent", "env"), "list"),
-    "PI_BRIDGE_SANDBOX": (("sandbox", "mode"), "str"),
-    "PI_BRIDGE_ALLOW_EVERYONE": (("allow_everyone",), "str"),
-    "PI_BRIDGE_MAX_PER_USER": (("limits", "max_per_user"), "str"),
-    "TELEGRAM_BOT_TOKEN": (("telegram", "bot_token"), "str"),
-    "TELEGRAM_API_BASE_URL": (("telegram", "api_base_url"), "str"),
-    "TELEGRAM_FILE_BASE_URL": (("telegram", "file_base_url"), "str"),
-    "TELEGRAM_ALLOWED_USERS": (("telegram", "allowed_users"), "list"),
-    "TELEGRAM_APPROVERS": (("telegram", "approvers"), "list"),
-    "TELEGRAM_WEBHOOK_URL": (("telegram", "webhook_url"), "str"),
-    "TELEGRAM_WEBHOOK_SECRET": (("telegram", "webhook_secret"), "str"),
-    "TELEGRAM_WEBHOOK_LISTEN": (("telegram", "webhook_listen"), "str"),
-    "TELEGRAM_WEBHOOK_PORT": (("telegram", "webhook_port"), "str"),
-    "SLACK_BOT_TOKEN": (("slack", "bot_token"), "str"),
-    "SLACK_APP_TOKEN": (("slack", "app_token"), "str"),
-    "SLACK_SIGNING_SECRET": (("slack", "signing_secret"), "str"),
-    "SLACK_API_BASE_URL": (("slack", "api_base_url"), "str"),
-    "SLACK_ALLOWED_USERS": (("slack", "allowed_users"), "list"),
-    "SLACK_APPROVERS": (("slack", "approvers"), "list"),
-    "SLACK_ALLOWED_CHANNELS": (("slack", "allowed_channels"), "list"),
-    "SLACK_HTTP_PORT": (("slack", "http_port"), "str"),
-    "SLACK_HTTP_HOST": (("slack", "http_host"), "str"),
-    "PI_BRIDGE_METRICS_PORT": (("metrics", "port"), "str"),
-    "PI_BRIDGE_METRICS_HOST": (("metrics", "host"), "str"),
-    "PI_BRIDGE_LOG_LEVEL": (("log", "level"), "str"),
-    "PI_BRIDGE_LOG_FORMAT": (("log", "format"), "str"),
-}
 
 
 class ConfigError(Exception):
@@ -103,179 +60,6 @@ class ConfigError(Exception):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
-
-
-def _http_url(value: str) -> str:
-    if not value.startswith(("http://", "https://")):
-        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-    return value
-
-
-class _Section(BaseModel):
-    # Unknown keys are typos far more often than not: refuse them by name.
-    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
-
-
-class AgentSection(_Section):
-    command: str | list[str] | None = None  # a shell-quoted string or an argv list
-    env: list[str] = []  # extra environment names passed to the agent
-    session_flags: bool = True
-
-
-class TelegramSection(_Section):
-    bot_token: str | None = Field(default=None, repr=False)
-    api_base_url: str = TELEGRAM_API
-    file_base_url: str = TELEGRAM_FILES
-    allowed_users: list[str] | None = None
-    approvers: list[str] = []
-    group_trigger: Literal["mention", "all"] = "mention"
-    poll_timeout: int = Field(default=30, ge=0, le=50)  # Bot API caps long polls at 50 s
-    # Groups are paced per chat now; the key stays accepted so old files load.
-    paced_for_groups: bool | None = None
-    webhook_url: str | None = None  # set: Telegram pushes updates instead of long polling
-    webhook_secret: str | None = Field(default=None, repr=False)
-    webhook_listen: str = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=1, le=65535)
-
-    _urls = field_validator("api_base_url", "file_base_url")(_http_url)
-
-
-class SlackSection(_Section):
-    bot_token: str | None = Field(default=None, repr=False)
-    app_token: str | None = Field(default=None, repr=False)
-    signing_secret: str | None = Field(default=None, repr=False)
-    api_base_url: str = SLACK_API
-    allowed_users: list[str] | None = None
-    approvers: list[str] = []
-    allowed_channels: list[str] | None = None
-    http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=1, le=65535)
-    http_host: str = DEFAULT_HTTP_HOST  # behind the TLS proxy Slack requires: local by default
-    edits_per_minute: int = Field(default=50, ge=1, le=6000)
-
-    _urls = field_validator("api_base_url")(_http_url)
-
-
-class SandboxSection(_Section):
-    """How agents are contained (docs/security.md, "The agent's sandbox")."""
-
-    mode: SandboxMode = Field(default_factory=default_mode)
-    network: Literal["on", "off"] = "on"  # the agent needs its model's API
-    read_write: list[Path] = []  # extra paths every agent may write (a shared cache)
-    read_only: list[Path] = []  # extra paths it may read inside hidden trees or /tmp
-
-
-class LimitsSection(_Section):
-    max_agents: int = Field(default=8, ge=1)
-    max_per_user: int = Field(default=4, ge=1)
-    idle_timeout: float = Field(default=30 * 60, gt=0)
-    max_run_time: float = Field(default=2 * 60 * 60, gt=0)
-    dialog_timeout: float = Field(default=30 * 60, gt=0)
-    drain_timeout: float = Field(default=30.0, ge=0)
-    dedupe_ttl: float = Field(default=24 * 60 * 60, gt=0)
-    inbox_size: int = Field(default=64, ge=1)
-
-
-class DefaultsSection(_Section):
-    """What a new conversation starts with (users change it with commands)."""
-
-    busy_policy: BusyPolicy = "steer"
-    verbosity: Verbosity = "all"
-    model: str | None = None
-    thinking: str | None = None
-
-
-class ChatSection(_Section):
-    """Overrides for one conversation key and those under it, e.g. `[chats."tg:12345"]`."""
-
-    workspace: Path | None = None
-    agent_command: str | list[str] | None = None
-    approvers: list[str] = []
-    busy_policy: BusyPolicy | None = None
-    verbosity: Verbosity | None = None
-
-
-class MetricsSection(_Section):
-    port: int | None = Field(default=None, ge=1, le=65535)  # None: no endpoint
-    host: str = "127.0.0.1"  # metrics reveal activity: local unless asked otherwise
-
-
-class LogSection(_Section):
-    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
-    format: Literal["json", "console"] = "console"
-
-    @field_validator("level", mode="before")
-    @classmethod
-    def _upper(cls, value: object) -> object:
-        return value.upper() if isinstance(value, str) else value
-
-
-def env_tree(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
-    """(nested values, {TOML path: environment name}) from the contract's names.
-
-    Empty values count as unset: compose files and unit files often carry `NAME=`.
-    """
-    tree: dict[str, Any] = {}
-    origin: dict[tuple[str, ...], str] = {}
-    for name, (path, kind) in ENV_NAMES.items():
-        raw = env.get(name, "").strip()
-        if not raw:
-            continue
-        value: Any = [p.strip() for p in raw.split(",") if p.strip()] if kind == "list" else raw
-        node = tree
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-        node[path[-1]] = value
-        origin[path] = name
-    return tree, origin
-
-
-class Config(BaseSettings):
-    """The whole configuration tree (the TOML file's shape)."""
-
-    model_config = SettingsConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
-
-    data_dir: Path = Path("data")
-    store: str = "sqlite"
-    # A platform with no allowlist lets everyone who finds the bot run shell commands
-    # through its agent: refused unless said on purpose.
-    allow_everyone: bool = False
-    agent: AgentSection = AgentSection()
-    sandbox: SandboxSection = SandboxSection()
-    telegram: TelegramSection | None = None
-    slack: SlackSection | None = None
-    limits: LimitsSection = LimitsSection()
-    defaults: DefaultsSection = DefaultsSection()
-    chats: dict[str, ChatSection] = {}
-    metrics: MetricsSection = MetricsSection()
-    log: LogSection = LogSection()
-
-    @field_validator("store")
-    @classmethod
-    def _store(cls, value: str) -> str:
-        scheme, sep, rest = value.partition("://")
-        scheme = scheme.lower()
-        if value.lower() == "sqlite" or (sep and scheme in ("redis", "rediss") and rest):
-            return value
-        if sep and scheme == "sqlite" and Path(rest).is_absolute():
-            return value
-        raise ValueError(
-            f"unknown store {redact_url(value)!r}: expected 'sqlite', "
-            "'sqlite:///absolute/path.db', or a redis:// or rediss:// URL"
-        )
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Only what `load_config` merged: the contract's names are flat (TELEGRAM_APPROVERS,
-        # not TELEGRAM__APPROVERS), and pydantic-settings' own env source would also
-        # accept names outside the contract.
-        return (init_settings,)
 
 
 @dataclass(frozen=True)
@@ -454,9 +238,11 @@ def _build(
         problems.append(f"{name('agent', 'env')}: {exc}")
         agent_env = {}
 
-    telegram = _telegram(config.telegram, problems)
-    slack = _slack(config.slack, problems)
-    problems += _open_to_everyone(config)
+    telegram = telegram_settings(config.telegram, problems)
+    if telegram is not None and config.telegram and config.telegram.paced_for_groups is not None:
+        log.warning("telegram.paced_for_groups is no longer used: groups are paced per chat")
+    slack = slack_settings(config.slack, problems)
+    problems += open_to_everyone(config)
     if problems or argv is None:
         raise ConfigError(problems)
 
@@ -500,83 +286,3 @@ def _sandbox(config: Config, path: Path | None, data_dir: Path, cwd: Path) -> Sa
         read_only=tuple((cwd / p).resolve() for p in section.read_only),
         hidden=tuple(p for p in hidden if not p.is_relative_to(data_dir)),
     )
-
-
-def open_platforms(config: Config) -> list[str]:
-    """The platforms configured with no allowlist at all: open to everyone."""
-    sections = (("telegram", config.telegram), ("slack", config.slack))
-    return [name for name, s in sections if s is not None and s.allowed_users is None]
-
-
-def _open_to_everyone(config: Config) -> list[str]:
-    if config.allow_everyone:
-        return []
-    return [
-        f"{name.upper()}_ALLOWED_USERS / {name}.allowed_users: not set, so anyone who finds "
-        "the bot could make its agent run shell commands. List the user ids that may use it (an "
-        "empty list lets nobody in, and the bot tells each person refused their id), or "
-        "set PI_BRIDGE_ALLOW_EVERYONE=true to let everyone in on purpose"
-        for name in open_platforms(config)
-    ]
-
-
-def _telegram(section: TelegramSection | None, problems: list[str]) -> TelegramSettings | None:
-    if section is None:
-        return None
-    if not section.bot_token:
-        # A [telegram] table (or a TELEGRAM_* setting) without its token is a half-done setup.
-        problems.append("TELEGRAM_BOT_TOKEN (environment): not set, but Telegram is configured")
-        return None
-    if section.webhook_url and not section.webhook_secret:
-        # Without the secret anyone who finds the URL could post updates as any user.
-        problems.append(
-            "TELEGRAM_WEBHOOK_SECRET (environment): not set, but telegram.webhook_url is"
-        )
-        return None
-    if section.paced_for_groups is not None:
-        log.warning("telegram.paced_for_groups is no longer used: groups are paced per chat")
-    return TelegramSettings(
-        token=section.bot_token,
-        base_url=section.api_base_url,
-        base_file_url=section.file_base_url,
-        allowed_users=_allowlist(section.allowed_users),
-        approvers=frozenset(section.approvers),
-        group_trigger=section.group_trigger,
-        poll_timeout=section.poll_timeout,
-        webhook_url=section.webhook_url,
-        webhook_secret=section.webhook_secret,
-        webhook_listen=section.webhook_listen,
-        webhook_port=section.webhook_port,
-    )
-
-
-def _slack(section: SlackSection | None, problems: list[str]) -> SlackSettings | None:
-    if section is None:
-        return None
-    if not section.bot_token:
-        problems.append("SLACK_BOT_TOKEN (environment): not set, but Slack is configured")
-        return None
-    if not section.app_token and not section.signing_secret:
-        problems.append(
-            "SLACK_APP_TOKEN / SLACK_SIGNING_SECRET (environment): set one: "
-            "the app token for Socket Mode, or the signing secret for HTTP mode"
-        )
-        return None
-    return SlackSettings(
-        bot_token=section.bot_token,
-        app_token=section.app_token or "",
-        signing_secret=section.signing_secret or "",
-        api_base_url=section.api_base_url,
-        allowed_users=_allowlist(section.allowed_users),
-        approvers=frozenset(section.approvers),
-        allowed_channels=frozenset(section.allowed_channels) if section.allowed_channels else None,
-        http_port=section.http_port,
-        http_host=section.http_host,
-        edits_per_minute=section.edits_per_minute,
-    )
-
-
-def _allowlist(ids: list[str] | None) -> frozenset[str] | None:
-    """None (no list: everyone, allowed only with allow_everyone) stays None; an empty
-    list is an empty set, which lets nobody in."""
-    return None if ids is None else frozenset(ids)

@@ -5,7 +5,7 @@ what `Renderer.pressed` says a button press means. See renderer.py for the
 slots it names and the invariants it keeps.
 """
 
-from bridge.render.choices import BusyChoice, Choice, DialogChoice, StopChoice
+from bridge.render.choices import BusyChoice, Choice, DialogChoice, PickerChoice, StopChoice
 from bridge.render.renderer import Renderer
 
-__all__ = ["BusyChoice", "Choice", "DialogChoice", "Renderer", "StopChoice"]
+__all__ = ["BusyChoice", "Choice", "DialogChoice", "PickerChoice", "Renderer", "StopChoice"]

@@ -3,7 +3,7 @@
 Buttons carry opaque tokens from the injected factory, never option text
 (Telegram allows 64 bytes of callback data). The book maps each live token to
 its `Choice` and groups tokens by an owner key (``"stop:3"``, ``"dialog:<id>"``,
-``"busy:<id>"``) so a whole message's buttons retire at once. Invariants: a
+``"busy:<id>"``, ``"picker:<id>"``) so a whole message's buttons retire at once. Invariants: a
 token is live in at most one owner; a retired token never resolves again.
 """
 
@@ -44,7 +44,16 @@ class BusyChoice:
     pending_id: str
 
 
-Choice = DialogChoice | StopChoice | BusyChoice
+@dataclass(frozen=True)
+class PickerChoice:
+    """A button of one of the bridge's pickers (/model, /fork, …): `value` of `kind`."""
+
+    kind: str
+    value: str
+    picker_id: str
+
+
+Choice = DialogChoice | StopChoice | BusyChoice | PickerChoice
 
 
 class TokenBook:

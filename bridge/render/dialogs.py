@@ -1,4 +1,4 @@
-"""Questions with buttons: agent dialogs and the bridge's own "agent is busy".
+"""Questions with buttons: agent dialogs, the bridge's "agent is busy", and pickers.
 
 `select` gets one button per option plus [Cancel]; `confirm` gets [Yes] [No];
 `input`/`editor` get [✍️ Answer] [✖ Cancel], the editor showing its prefill in a
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bridge.model import Button, Form, Keyboard, rows
-from bridge.render.choices import BusyChoice, DialogChoice
+from bridge.render.choices import BusyChoice, DialogChoice, PickerChoice
 from bridge.render.textbits import clip, code_block, delay
 from bridge.render.views import Slot, View
 from bridge.rpc.ui import ConfirmRequest, EditorRequest, InputRequest, SelectRequest
@@ -123,6 +123,19 @@ class Questions:
         ]
         return question.slot.show(self._view(question).with_buttons(self._buttons(name, choices)))
 
+    # --- pickers -----------------------------------------------------------------------
+
+    def pick(
+        self, picker_id: str, kind: str, title: str, choices: list[tuple[str, str]], per_row: int
+    ) -> list[Op]:
+        """A picker of the bridge's commands: one button per (label, value)."""
+        name = f"picker:{picker_id}"
+        question = Question(Slot(name), title, False, name)
+        self._open[name] = question
+        issued = [(label, PickerChoice(kind, value, picker_id)) for label, value in choices]
+        buttons = self._buttons(name, list(issued), per_row)
+        return question.slot.show(self._view(question).with_buttons(buttons))
+
     # --- closing ----------------------------------------------------------------------
 
     def close(self, name: str, outcome: str) -> list[Op]:
@@ -151,8 +164,10 @@ class Questions:
         text = f"{question.source}\n\n{outcome}" if outcome else question.source
         return self._ctx.view(text) if question.markdown else self._ctx.plain(text)
 
-    def _buttons(self, owner: str, choices: list[tuple[str, Choice]]) -> Keyboard:
-        per_row = self._ctx.limits.max_buttons_per_row
+    def _buttons(
+        self, owner: str, choices: list[tuple[str, Choice]], per_row: int | None = None
+    ) -> Keyboard:
+        per_row = per_row or self._ctx.limits.max_buttons_per_row
         issued = [
             Button(clip(label, LABEL_CHARS), self._ctx.book.issue(owner, c), _form(c))
             for label, c in choices

@@ -3,15 +3,14 @@
 A pure state machine: no I/O, no clock of its own (`now` comes with every call),
 no asyncio. `apply` takes every decoded agent event and client signal; `tick`
 releases changes held back by pacing. The parts live in their own modules:
-live status (status.py), assistant text (text.py), tools (tools.py), dialogs and
-the busy question (dialogs.py), standalone notices (notices.py).
+live status (status.py), assistant text (text.py), tools (tools.py), dialogs, the
+busy question and pickers (dialogs.py), standalone notices (notices.py).
 
 Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
 a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
 ``dialog:<request id>``, ``reply:<request id>`` (an input dialog's ForceReply
-message), ``busy:<pending id>``, ``notice:<n>``, ``compaction:<n>``.
-(``crashed:<message id>`` is not the renderer's: the supervisor adopts a status
-message an earlier bridge process left live under it, see status.py.)
+message), ``busy:<pending id>``, ``picker:<n>``, ``notice:<n>``, ``compaction:<n>``
+(``crashed:<message id>`` is the supervisor's, see status.py).
 Run numbers count from 1 per renderer: the outbox maps slots per conversation
 and per renderer's lifetime. `working_on(message_id)` marks the user's message
 that a prompt came from (`React` "working"); the run that prompt starts marks it
@@ -24,7 +23,7 @@ events outside a run); after `interrupt` no button of this renderer resolves.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bridge.model import ConversationSettings, React
 from bridge.render.choices import TokenBook
@@ -51,17 +50,9 @@ if TYPE_CHECKING:
 EXPIRED = "⌛ expired — the agent went on without an answer"
 _DEFAULT_SETTINGS = ConversationSettings()
 # Events of the agent loop: a run that saw none was an extension command or a failed prompt.
-_LOOP = (
-    ev.AgentStart,
-    ev.TurnStart,
-    ev.TurnEnd,
-    ev.MessageStart,
-    ev.MessageUpdate,
-    ev.MessageEnd,
-    ev.ToolExecutionStart,
-    ev.ToolExecutionUpdate,
-    ev.ToolExecutionEnd,
-)
+_LOOP: tuple[type, ...] = (ev.AgentStart, ev.TurnStart, ev.TurnEnd, ev.MessageStart)
+_LOOP += (ev.MessageUpdate, ev.MessageEnd, ev.ToolExecutionStart, ev.ToolExecutionUpdate)
+_LOOP += (ev.ToolExecutionEnd,)
 
 
 class Renderer:
@@ -83,13 +74,13 @@ class Renderer:
         self._run: RunStatus | None = None
         self._cut: RunStatus | None = None  # ended without agent_end: the agent died
         self._runs = 0
+        self._pickers = 0
         self._messages = 0
         self._text: AssistantText | None = None
         self._loose_scope: str | None = None  # compact tool list outside any run
         self._reacting: str | None = None  # the user's message of a prompt not yet running
         self._riders = Riders()  # the user's messages steered or queued into the run
         self._now = 0.0
-        self._handlers: dict[type, Callable[[Any, float], list[Op]]] = self._handler_table()
 
     # --- the public surface -------------------------------------------------------------
 
@@ -98,8 +89,7 @@ class Renderer:
         run = self._run
         if run is not None and isinstance(event, _LOOP):
             run.loop_seen = run.loop_open = True
-        handler = self._handlers.get(type(event))
-        return handler(event, now) if handler is not None else []
+        return self._dispatch(event, now)
 
     def tick(self, now: float) -> list[Op]:
         self._now = now
@@ -137,6 +127,14 @@ class Renderer:
 
     def close_busy(self, pending_id: str, outcome: str) -> list[Op]:
         return self._questions.close(f"busy:{pending_id}", outcome)
+
+    def pick(self, kind: str, title: str, choices: list[tuple[str, str]], per_row: int) -> list[Op]:
+        """A picker: buttons of (label, value); a press resolves to a `PickerChoice`."""
+        self._pickers += 1
+        return self._questions.pick(str(self._pickers), kind, title, choices, per_row)
+
+    def close_picker(self, picker_id: str, outcome: str) -> list[Op]:
+        return self._questions.close(f"picker:{picker_id}", outcome)
 
     def has_questions(self) -> bool:
         """Whether a dialog or busy question of this renderer still has live buttons."""
@@ -196,38 +194,73 @@ class Renderer:
 
     # --- runs ---------------------------------------------------------------------------
 
-    def _handler_table(self) -> dict[type, Callable[[Any, float], list[Op]]]:
-        return {
-            sig.RunStarted: self._run_started,
-            sig.RunEnded: self._run_ended,
-            sig.DialogExpired: self._dialog_expired,
-            sig.AgentGone: self._agent_gone,
-            ev.AgentStart: self._agent_start,
-            ev.AgentEnd: self._agent_end,
-            ev.AgentSettled: self._agent_end,
-            ev.MessageStart: self._message_start,
-            ev.MessageUpdate: self._message_update,
-            ev.MessageEnd: self._message_end,
-            ev.ToolExecutionStart: self._tool_start,
-            ev.ToolExecutionUpdate: self._tool_update,
-            ev.ToolExecutionEnd: self._tool_end,
-            ev.QueueUpdate: self._queue,
-            ev.CompactionStart: self._compaction_start,
-            ev.CompactionEnd: self._compaction_end,
-            ev.LegacyCompaction: self._legacy_compaction,
-            ev.AutoRetryStart: self._retry_start,
-            ev.AutoRetryEnd: self._retry_end,
-            ev.ExtensionError: lambda e, _: self._notices.extension_error(e),
-            ev.ErrorEvent: lambda e, _: self._notices.error(e.error),
-            ui.SelectRequest: self._dialog,
-            ui.ConfirmRequest: self._dialog,
-            ui.InputRequest: self._dialog,
-            ui.EditorRequest: self._dialog,
-            ui.NotifyRequest: lambda e, _: self._notices.notify(e.message, e.notifyType),
-            ui.SetStatusRequest: self._set_status,
-            ui.SetWidgetRequest: self._set_widget,
-            ui.SetEditorTextRequest: lambda e, _: self._notices.editor_text(e.text),
-        }
+    def _dispatch(self, event: AgentEvent, now: float) -> list[Op]:
+        # One style of dispatch for agent events: a `match` on the typed union (rpc/state.py).
+        match event:
+            case sig.RunStarted():
+                return self._run_started(event, now)
+            case sig.RunEnded():
+                return self._close_run(now) if self._run is not None else self._finish_text(now)
+            case sig.DialogExpired(cancelled=True):  # the bridge's deadline: the agent waited
+                outcome = f"⌛ No answer in {event.waited / 60:g} min — cancelled."
+                return self.close_dialog(event.dialog.request.id, outcome)
+            case sig.DialogExpired():
+                return self.close_dialog(event.dialog.request.id, EXPIRED)
+            case sig.AgentGone():
+                return self._agent_gone(event, now)
+            case ev.AgentStart() if self._run is not None:
+                self._run.retry = None  # the attempt the retry line announced is running
+                return self._touch(now)
+            case ev.AgentEnd() | ev.AgentSettled():
+                return self._agent_end(event, now)
+            case ev.MessageStart():
+                return self._message_start(event, now)
+            case ev.MessageUpdate():
+                return (self._text or self._new_text()).update(event, now)
+            case ev.MessageEnd():
+                return self._message_end(event, now)
+            case ev.ToolExecutionStart():
+                return self._tool_start(event, now)
+            case ev.ToolExecutionUpdate():
+                return self._tools.update(event, now, self.settings.verbosity, self._scope())
+            case ev.ToolExecutionEnd():
+                return self._tool_end(event, now)
+            case ev.QueueUpdate():
+                self._board.steering = len(event.steering)
+                self._board.follow_ups = len(event.followUp)
+                self._riders.queued(event.followUp)
+                return self._touch(now)
+            case ev.CompactionStart():
+                return self._compaction_start(event, now)
+            case ev.CompactionEnd():
+                return self._compaction_end(event, now)
+            case ev.LegacyCompaction(auto=True):
+                return self._notices.notice("🗜 context compacted")
+            case ev.AutoRetryStart() if self._run is not None:
+                run = self._run
+                run.retrying(event.attempt, event.maxAttempts, event.delayMs, event.errorMessage)
+                return self._touch(now)
+            case ev.AutoRetryEnd() if self._run is not None:
+                self._run.retry = None
+                return self._touch(now)
+            case ev.ExtensionError():
+                return self._notices.extension_error(event)
+            case ev.ErrorEvent():
+                return self._notices.error(event.error)
+            case ui.SelectRequest() | ui.ConfirmRequest() | ui.InputRequest() | ui.EditorRequest():
+                return self._questions.open_dialog(event)
+            case ui.NotifyRequest():
+                return self._notices.notify(event.message, event.notifyType)
+            case ui.SetStatusRequest():
+                self._board.set_status(event.statusKey, event.statusText)
+                return self._touch(now)
+            case ui.SetWidgetRequest():
+                self._board.set_widget(event.widgetKey, event.widgetLines)
+                return self._touch(now)
+            case ui.SetEditorTextRequest():
+                return self._notices.editor_text(event.text)
+            case _:
+                return []
 
     def _run_started(self, _: sig.RunStarted, now: float) -> list[Op]:
         if self._run is not None:
@@ -238,9 +271,6 @@ class Renderer:
         self._run = RunStatus.begin(self._runs, now, self._ctx.book)
         self._run.message, self._reacting = self._reacting, None
         return self._run.opening(now)
-
-    def _run_ended(self, _: sig.RunEnded, now: float) -> list[Op]:
-        return self._close_run(now) if self._run is not None else self._finish_text(now)
 
     def _close_run(self, now: float) -> list[Op]:
         run = self._run
@@ -270,12 +300,6 @@ class Renderer:
         reason = "agent stopped" + (f" (exit {code})" if code is not None else "")
         self._board = Board()  # the next agent sets its extension lines anew
         return self.interrupt(reason)
-
-    def _agent_start(self, _: ev.AgentStart, now: float) -> list[Op]:
-        if self._run is None:
-            return []
-        self._run.retry = None  # the attempt the retry line announced is running
-        return self._touch(now)
 
     def _agent_end(self, event: ev.AgentEnd | ev.AgentSettled, _: float) -> list[Op]:
         run = self._run
@@ -311,10 +335,6 @@ class Renderer:
         self._new_text()
         return ops
 
-    def _message_update(self, event: ev.MessageUpdate, now: float) -> list[Op]:
-        text = self._text or self._new_text()
-        return text.update(event, now)
-
     def _message_end(self, event: ev.MessageEnd, now: float) -> list[Op]:
         message = event.message
         if not isinstance(message, AssistantMessage):
@@ -349,21 +369,13 @@ class Renderer:
             self._run.running[event.toolCallId] = clip(label.strip(), 80)
         return ops + self._touch(now)
 
-    def _tool_update(self, event: ev.ToolExecutionUpdate, now: float) -> list[Op]:
-        return self._tools.update(event, now, self.settings.verbosity, self._scope())
-
     def _tool_end(self, event: ev.ToolExecutionEnd, now: float) -> list[Op]:
         ops = self._tools.end(event, now, self.settings.verbosity, self._scope())
         if self._run is not None:
             self._run.running.pop(event.toolCallId, None)
         return ops + self._touch(now)
 
-    # --- status lines: queue, compaction, retries, extensions ----------------------------------
-
-    def _queue(self, event: ev.QueueUpdate, now: float) -> list[Op]:
-        self._board.steering, self._board.follow_ups = len(event.steering), len(event.followUp)
-        self._riders.queued(event.followUp)
-        return self._touch(now)
+    # --- status lines: compaction ----------------------------------
 
     def _compaction_start(self, event: ev.CompactionStart, now: float) -> list[Op]:
         if self._run is not None:
@@ -380,34 +392,3 @@ class Renderer:
         if event.reason != "manual":
             ops += self._notices.compaction_ended(event)
         return ops
-
-    def _legacy_compaction(self, event: ev.LegacyCompaction, _: float) -> list[Op]:
-        return self._notices.notice("🗜 context compacted") if event.auto else []
-
-    def _retry_start(self, event: ev.AutoRetryStart, now: float) -> list[Op]:
-        if self._run is None:
-            return []
-        self._run.retrying(event.attempt, event.maxAttempts, event.delayMs, event.errorMessage)
-        return self._touch(now)
-
-    def _retry_end(self, _: ev.AutoRetryEnd, now: float) -> list[Op]:
-        if self._run is None:
-            return []
-        self._run.retry = None
-        return self._touch(now)
-
-    def _set_status(self, event: ui.SetStatusRequest, now: float) -> list[Op]:
-        self._board.set_status(event.statusKey, event.statusText)
-        return self._touch(now)
-
-    def _set_widget(self, event: ui.SetWidgetRequest, now: float) -> list[Op]:
-        self._board.set_widget(event.widgetKey, event.widgetLines)
-        return self._touch(now)
-
-    # --- dialogs ----------------------------------------------------------------------------
-
-    def _dialog(self, event: ui.DialogRequest, _: float) -> list[Op]:
-        return self._questions.open_dialog(event)
-
-    def _dialog_expired(self, event: sig.DialogExpired, _: float) -> list[Op]:
-        return self.close_dialog(event.dialog.request.id, EXPIRED)

@@ -1,30 +1,22 @@
 """The async client for one agent process: `async with AgentClient(spec) as agent`.
 
-Design in brief:
-- one reader task owns stdout: bytes → `LineSplitter` → `decode_record`; one task
-  drains stderr and keeps its tail; nothing else reads the pipes;
-- requests are correlated by `id`, falling back to the command name for the
-  id-less error responses of 0.73.1 (`correlation.py`, pure); each waits under its own
-  timeout, and the agent's exit fails every pending request with `AgentExited`
-  carrying the exit code and stderr tail;
-- events, problems (malformed / oversized records) and the client's own signals
-  (`RunStarted`, `RunEnded`, ...) go, in order, to one bounded stream
-  (`events`): a slow consumer slows the agent instead of growing memory;
-- `RunState` is updated by the reader before an event is delivered, so
-  `agent.state` is never behind what a consumer has seen;
-- the protocol profile is detected at start; the legacy agent has no responses
-  and no queue, so the client answers for it and queues prompts itself;
-- closing cancels pending dialogs and aborts a run before ending the process
-  group, each step bounded, in a shielded scope.
+Its parts: the pipes (`pipes.py`: one writer, one reader of records, a stderr
+tail), requests answered by id (`requests.py` over the pure `correlation.py`),
+the run state (`state.py`, pure), the legacy shim (`legacy.py`). Here: the tasks
+and their order. The reader updates `RunState` before an event is delivered, so
+`agent.state` is never behind what a consumer has seen; events, problems and the
+client's own signals (`RunStarted`, `RunEnded`, `DialogExpired`, ...) go, in
+order, to one bounded stream (`events`): a slow consumer slows the agent instead
+of growing memory. The agent's exit fails every pending request with
+`AgentExited` (exit code, stderr tail). Closing cancels pending dialogs and
+aborts a run before ending the process group, each step bounded, shielded.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
 import anyio
@@ -43,21 +35,15 @@ from bridge.rpc.commands import (
     UIResponse,
     encode_command,
 )
-from bridge.rpc.correlation import Answers, Correlation, Swallowed
 from bridge.rpc.decode import Decoded, decode_record
-from bridge.rpc.errors import (
-    AgentExited,
-    AgentStartError,
-    ClientClosed,
-    CommandFailed,
-    RequestTimeout,
-    RpcError,
-)
+from bridge.rpc.errors import AgentExited, AgentStartError, ClientClosed, CommandFailed, RpcError
 from bridge.rpc.events import ErrorEvent, Response
-from bridge.rpc.framing import DEFAULT_MAX_RECORD, LineSplitter
+from bridge.rpc.framing import DEFAULT_MAX_RECORD
 from bridge.rpc.legacy import LegacyShim
+from bridge.rpc.pipes import PIPE_GONE, Pipes
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
-from bridge.rpc.profile import LEGACY, PI, Profile, classify
+from bridge.rpc.profile import LEGACY, PI, Profile, classify, extension_commands
+from bridge.rpc.requests import Requests
 from bridge.rpc.signals import (
     AgentGone,
     DialogExpired,
@@ -76,6 +62,7 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from bridge.rpc.content import ImageContent
+    from bridge.rpc.framing import Frame
 
 REQUEST_TIMEOUT = 30.0  # state commands answer in ms; prompt after preflight (~1 s)
 # Atomic from a source build answers its first get_state after ~5.8 s.
@@ -84,20 +71,9 @@ DETECT_TIMEOUT = 30.0
 SETTLE_GRACE = 0.5
 ABORT_ON_CLOSE_TIMEOUT = 2.0
 EVENT_BUFFER = 4096
-STDERR_TAIL_BYTES = 8192
 DIALOG_TICK = 0.2  # how often agent-side dialog deadlines are checked
-# A line no agent parses: current agents answer it with a `parse` error response,
-# the legacy agent with an `error` event, which is how it is recognised.
-_PROBE_LINE = b"pi-bridge-protocol-probe\n"
 
 AgentEvent = Decoded | Signal
-
-
-@dataclass
-class _Pending:
-    done: anyio.Event = field(default_factory=anyio.Event)
-    response: Response | None = None
-    error: RpcError | None = None
 
 
 class AgentClient:
@@ -112,13 +88,13 @@ class AgentClient:
         max_record: int = DEFAULT_MAX_RECORD,
         event_buffer: int = EVENT_BUFFER,
         clock: Callable[[], float] = time.monotonic,
+        dialog_timeout: float | None = None,
     ) -> None:
         self.spec = spec
         self.profile = profile or PI
         self._detect = profile is None
-        self.state = RunState(profile=self.profile)
+        self.state = RunState(profile=self.profile, dialog_timeout=dialog_timeout)
         self.initial_state: dict[str, object] = {}
-        self._timeout = request_timeout
         self._max_record = max_record
         self._clock = clock
         send, receive = anyio.create_memory_object_stream[AgentEvent](event_buffer)
@@ -126,17 +102,12 @@ class AgentClient:
         self.events: MemoryObjectReceiveStream[AgentEvent] = receive
         self._process: Process | None = None
         self._tg: TaskGroup | None = None
-        self._pending: dict[str, _Pending] = {}
-        self._correlation = Correlation()
-        self._ids = itertools.count(1)
-        self._write_lock = anyio.Lock()
-        self._stderr = bytearray()
-        self._stderr_done = anyio.Event()
+        self._requests = Requests(self._write, request_timeout)
+        self._pipes: Pipes | None = None
         self._exited = anyio.Event()
         self._reader_gone = anyio.Event()  # the stdout reader finished or was cancelled
         self._exit: AgentExited | None = None
         self._closing = False
-        self._probe: _Pending | None = None
         self._legacy = LegacyShim(self.state, self._write, self._emit, self._open)
         self._extension_commands: frozenset[str] | None = None
         self._settle_generation = 0
@@ -148,8 +119,9 @@ class AgentClient:
         await self._tg.__aenter__()
         try:
             self._process = await spawn(self.spec)
+            self._pipes = Pipes(self._process, self._max_record)
             self._tg.start_soon(self._read_stdout)
-            self._tg.start_soon(self._drain_stderr)
+            self._tg.start_soon(self._pipes.drain_stderr)
             self._tg.start_soon(self._watch_dialogs)
             if self._detect:
                 self.profile = await self._detect_profile()
@@ -218,7 +190,7 @@ class AgentClient:
 
     @property
     def stderr_tail(self) -> str:
-        return self._stderr.decode("utf-8", errors="replace")
+        return self._pipes.stderr_tail if self._pipes is not None else ""
 
     async def wait(self) -> int | None:
         """Until the agent has exited and every event has been queued."""
@@ -233,26 +205,7 @@ class AgentClient:
         """Send a command and wait for its response (`math.inf`: no time limit)."""
         if self.profile.is_legacy:
             return await self._legacy.request(command)
-        cid = command.id or f"{command.type}-{next(self._ids)}"
-        command = command.model_copy(update={"id": cid})
-        pending = self._pending[cid] = _Pending()
-        self._correlation.sent(cid, command.type)
-        limit = self._timeout if limit is None else limit
-        try:
-            await self._write(command)
-            with anyio.fail_after(None if math.isinf(limit) else limit):
-                await pending.done.wait()
-        except TimeoutError:
-            raise RequestTimeout(command.type, limit) from None
-        finally:
-            self._pending.pop(cid, None)
-            self._correlation.forget(cid)
-        if pending.error is not None:
-            raise pending.error
-        assert pending.response is not None
-        if check and not pending.response.success:
-            raise CommandFailed(command.type, pending.response.error)
-        return pending.response
+        return await self._requests.request(command, limit=limit, check=check)
 
     async def prompt(
         self,
@@ -332,13 +285,9 @@ class AgentClient:
             return True
         if self._extension_commands is None:
             try:
-                data = (await self.request(GetCommands())).data or {}
+                self._extension_commands = extension_commands(await self.request(GetCommands()))
             except RpcError:
-                data = {}
-            items = data.get("commands", []) if isinstance(data, dict) else []
-            self._extension_commands = frozenset(
-                str(c.get("name")) for c in items if c.get("source") == "extension"
-            )
+                self._extension_commands = frozenset()
         name = text[1:].split(maxsplit=1)[0] if len(text) > 1 else ""
         return name not in self._extension_commands
 
@@ -353,84 +302,47 @@ class AgentClient:
             raise ClientClosed("the agent client is closing")
         if self._exit is not None:
             raise self._exit
-        assert self._process is not None
-        assert self._process.stdin is not None
+        assert self._pipes is not None
         try:
-            async with self._write_lock:
-                await self._process.stdin.send(line)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            await self._pipes.write(line)
+        except PIPE_GONE as exc:
             await self._exited.wait()
             raise self._exit or AgentExited(self.returncode, self.stderr_tail) from exc
 
     # --- profile detection -----------------------------------------------------------
 
     async def _detect_profile(self) -> Profile:
-        self._correlation.expect_parse_error()
-        await self._write_bytes(_PROBE_LINE)
-        probe = self._probe = self._pending["probe-state"] = _Pending()
-        self._correlation.sent("probe-state", "get_state")
         try:
-            await self._write(GetState(id="probe-state"))
-            with anyio.fail_after(DETECT_TIMEOUT):
-                await probe.done.wait()  # also set by the legacy agent's `error` event
+            answer = await self._requests.probe(self._write_bytes, DETECT_TIMEOUT)
         except TimeoutError:
             raise AgentStartError(
                 f"the agent answered nothing within {DETECT_TIMEOUT:g} s: {self.stderr_tail[-300:]}"
             ) from None
-        finally:
-            self._pending.pop("probe-state", None)
-            self._correlation.forget("probe-state")
-            self._probe = None
-        if probe.error is not None:
-            raise probe.error
-        if probe.response is None:
+        if answer is None:
             return LEGACY
-        state = probe.response.data
-        self.initial_state = state if isinstance(state, dict) else {}
+        self.initial_state = answer.data if isinstance(answer.data, dict) else {}
         newer = await self.request(GetAvailableThinkingLevels(), check=False)
         return classify(self.initial_state, knows_new_commands=newer.success)
 
     # --- reading ---------------------------------------------------------------------
 
     async def _read_stdout(self) -> None:
-        assert self._process is not None
-        assert self._process.stdout is not None
-        splitter = LineSplitter(self._max_record)
+        assert self._pipes is not None
         try:
-            try:
-                async for chunk in self._process.stdout:
-                    for frame in splitter.feed(chunk):
-                        await self._dispatch(frame)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
-            for frame in splitter.close():
-                await self._dispatch(frame)
+            await self._pipes.read(self._dispatch)
             await self._on_exit()
         finally:
             self._reader_gone.set()
-
-    async def _drain_stderr(self) -> None:
-        assert self._process is not None
-        assert self._process.stderr is not None
-        try:
-            async for chunk in self._process.stderr:
-                self._stderr += chunk
-                del self._stderr[:-STDERR_TAIL_BYTES]
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
-        finally:
-            self._stderr_done.set()
 
     async def _on_exit(self) -> None:
         assert self._process is not None
         with anyio.move_on_after(5):
             await self._process.wait()
         with anyio.move_on_after(1):
-            await self._stderr_done.wait()
+            assert self._pipes is not None
+            await self._pipes.stderr_done.wait()
         self._exit = AgentExited(self._process.returncode, self.stderr_tail)
-        for pending in self._pending.values():
-            pending.error = self._exit
-            pending.done.set()
+        self._requests.fail_all(self._exit)
         change = self.state.agent_exited()
         self._legacy.clear()
         if change is not None:
@@ -439,14 +351,14 @@ class AgentClient:
         self._exited.set()
         self._send.close()
 
-    async def _dispatch(self, frame: bytes | object) -> None:
-        decoded: Decoded = decode_record(frame) if isinstance(frame, bytes) else frame  # type: ignore[assignment]
+    async def _dispatch(self, frame: Frame) -> None:
+        decoded: Decoded = decode_record(frame) if isinstance(frame, bytes) else frame
         if isinstance(decoded, Response):
-            await self._route_response(decoded)
+            if not self._requests.answer(decoded):
+                await self._emit(OrphanResponse(decoded))
             return
-        if isinstance(decoded, ErrorEvent) and self._probe is not None:
-            self._probe.done.set()  # only the legacy agent answers the probe line so
-            return  # the answer to our own junk line is nobody's business
+        if isinstance(decoded, ErrorEvent) and self._requests.probe_answered_by_error():
+            return
         change = self.state.apply(decoded, self._clock())
         if change is RunChange.STARTED:
             await self._emit(RunStarted())  # before the event that started the run
@@ -458,17 +370,6 @@ class AgentClient:
             assert self._tg is not None
             self._tg.start_soon(self._settle_after_grace, self._settle_generation)
 
-    async def _route_response(self, response: Response) -> None:
-        routed = self._correlation.route(response)
-        if isinstance(routed, Swallowed):
-            return
-        pending = self._pending.get(routed.request_id) if isinstance(routed, Answers) else None
-        if pending is None or pending.done.is_set():
-            await self._emit(OrphanResponse(response))
-            return
-        pending.response = response
-        pending.done.set()
-
     async def _settle_after_grace(self, generation: int) -> None:
         await anyio.sleep(SETTLE_GRACE)
         if generation == self._settle_generation:
@@ -478,6 +379,9 @@ class AgentClient:
         while True:
             await anyio.sleep(DIALOG_TICK)
             for dialog in self.state.expire_dialogs(self._clock()):
+                if dialog.cancel_at_deadline and self._open():  # the agent would wait forever
+                    with contextlib.suppress(AgentExited, ClientClosed):
+                        await self._write(UIResponse(id=dialog.request.id, cancelled=True))
                 await self._emit(DialogExpired(dialog))
 
     async def _emit_change(self, change: RunChange | None) -> None:

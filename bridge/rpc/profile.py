@@ -14,7 +14,10 @@ it but does answer a non-JSON line with an `error` event; the others answer and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bridge.rpc.events import Response
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +48,13 @@ def classify(state: dict[str, Any], knows_new_commands: bool) -> Profile:
     if "queuedMessagesPaused" in state:
         return ATOMIC
     return EARENDIL if knows_new_commands else PI
+
+
+def extension_commands(answer: Response) -> frozenset[str]:
+    """The names of the agent's extension commands, from its `get_commands` answer:
+    a prompt `/name` of one runs no agent loop of its own."""
+    data = answer.data if isinstance(answer.data, dict) else {}
+    items = data.get("commands") or []
+    return frozenset(
+        str(c.get("name")) for c in items if isinstance(c, dict) and c.get("source") == "extension"
+    )

@@ -28,7 +28,20 @@ class RunEnded:
 
 @dataclass(frozen=True, slots=True)
 class DialogExpired:
+    """A dialog's deadline passed: the agent resolved it itself, or (`cancelled`) the
+    client cancelled it for the bridge."""
+
     dialog: PendingDialog
+
+    @property
+    def cancelled(self) -> bool:
+        return self.dialog.cancel_at_deadline
+
+    @property
+    def waited(self) -> float:
+        """Seconds the dialog was open."""
+        expires = self.dialog.expires_at
+        return expires - self.dialog.opened_at if expires is not None else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,11 @@ class ToolInFlight:
 class PendingDialog:
     request: DialogRequest
     opened_at: float
-    expires_at: float | None  # from the request's own timeout; None: waits forever
+    expires_at: float | None  # None: waits forever (no timeout of its own, none given)
+    # The deadline is the bridge's, not the agent's: the agent would wait forever, so
+    # the client cancels the dialog when it passes.
+    cancel_at_deadline: bool = False
+    held: bool = False  # an answer is on its way: the deadline waits for it
 
 
 _IN_RUN = (TurnStart, TurnEnd, MessageStart, MessageEnd, MessageUpdate, ToolExecutionStart)
@@ -93,6 +97,8 @@ class RunState:
     steering: tuple[str, ...] = ()
     follow_up: tuple[str, ...] = ()
     runs_ended: int = 0
+    # Seconds the bridge gives a dialog that has no timeout of its own; None: none.
+    dialog_timeout: float | None = None
 
     @property
     def busy(self) -> bool:
@@ -120,14 +126,25 @@ class RunState:
     def dialog_answered(self, request_id: str) -> None:
         self.dialogs.pop(request_id, None)
 
+    def hold_dialog(self, request_id: str, held: bool = True) -> None:
+        """An answer to `request_id` is being claimed (`held`), or the claim failed:
+        its deadline must not cancel it while the answer is on its way."""
+        dialog = self.dialogs.get(request_id)
+        if dialog is not None:
+            dialog.held = held
+
     def settle(self) -> RunChange | None:
         """The grace after an error's agent_end passed with no retry: the run is over."""
         return self._end() if self.phase is Phase.SETTLING else None
 
     def expire_dialogs(self, now: float) -> list[PendingDialog]:
-        """Dialogs whose own timeout has passed: the agent has resolved them."""
+        """Dialogs whose deadline has passed: resolved by the agent (its own timeout),
+        or to be cancelled by the client (`cancel_at_deadline`). The one place any
+        dialog deadline is watched."""
         gone = [
-            d for d in self.dialogs.values() if d.expires_at is not None and d.expires_at <= now
+            d
+            for d in self.dialogs.values()
+            if d.expires_at is not None and d.expires_at <= now and not d.held
         ]
         for d in gone:
             del self.dialogs[d.request.id]
@@ -185,8 +202,12 @@ class RunState:
 
     def _open_dialog(self, request: DialogRequest, now: float) -> None:
         timeout = request.timeout
-        expires = now + timeout / 1000 if timeout is not None and timeout > 0 else None
-        self.dialogs[request.id] = PendingDialog(request, now, expires)
+        if timeout is not None and timeout > 0:
+            self.dialogs[request.id] = PendingDialog(request, now, now + timeout / 1000)
+            return
+        own = self.dialog_timeout
+        expires = now + own if own is not None else None
+        self.dialogs[request.id] = PendingDialog(request, now, expires, expires is not None)
 
     def _implicit_start(self, event: object) -> RunChange | None:
         if isinstance(event, _IN_RUN) and self.phase in (Phase.IDLE, Phase.STARTING):

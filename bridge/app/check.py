@@ -1,0 +1,172 @@
+"""`pi-bridge check`: the configuration is valid, and everything answers once.
+
+One line per check, ✓ or ✗: the sandbox starts, the agent answers get_state (in a
+throwaway data dir, sandboxed as it will serve), the store opens, and each
+configured platform accepts its credentials (Slack's scopes are compared with what
+the bridge needs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from bridge.app.platforms import open_platforms
+from bridge.app.run import SandboxUnavailable, one_line
+from bridge.sandbox import contain, probe
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from bridge.app.config import Loaded
+    from bridge.logs import TextOut
+    from bridge.options import BridgeOptions
+
+CHECK_TIMEOUT = 30.0  # one check (an agent's first start can take a few seconds)
+
+
+async def check(loaded: Loaded, out: TextOut) -> int:
+    """One line per check, ✓ or ✗; the number of failed checks."""
+    source = str(loaded.source) if loaded.source else "defaults and environment"
+    say(out, True, f"config: valid ({source}); serving {', '.join(loaded.platforms) or 'console'}")
+    for name in open_platforms(loaded.config):
+        out.write(f"⚠ allowlist: {name} lets everyone in (PI_BRIDGE_ALLOW_EVERYONE=true)\n")
+    checks: list[tuple[str, Callable[[], Awaitable[str]]]] = [
+        ("sandbox", lambda: _check_sandbox(loaded.options)),
+        ("agent", lambda: _check_agent(loaded.options)),
+        ("store", lambda: _check_store(loaded)),
+    ]
+    if loaded.telegram is not None:
+        checks.append(("telegram", lambda: _check_telegram(loaded)))
+    if loaded.slack is not None:
+        checks.append(("slack", lambda: _check_slack(loaded)))
+    failed = 0
+    for name, run in checks:
+        try:
+            with anyio.fail_after(CHECK_TIMEOUT):
+                detail = await run()
+        except TimeoutError:
+            failed += 1
+            say(out, False, f"{name}: no answer within {CHECK_TIMEOUT:g} s")
+        except Exception as exc:
+            failed += 1
+            say(out, False, f"{name}: {one_line(exc)}")
+        else:
+            say(out, True, f"{name}: {detail}")
+    return failed
+
+
+def say(out: TextOut, ok: bool, text: str) -> None:
+    out.write(f"{'✓' if ok else '✗'} {text}\n")
+    out.flush()
+
+
+async def _check_sandbox(options: BridgeOptions) -> str:
+    mode = options.agent.sandbox.mode
+    if mode == "off":
+        return "off: agents run unsandboxed (PI_BRIDGE_SANDBOX=off)"
+    why = await anyio.to_thread.run_sync(probe)
+    if why is not None:
+        raise SandboxUnavailable(f"{why}; agents cannot start (or set PI_BRIDGE_SANDBOX=off)")
+    network = "network on" if options.agent.sandbox.network else "network off"
+    return f"bwrap starts a sandbox ({network})"
+
+
+async def _check_agent(options: BridgeOptions) -> str:
+    from bridge.rpc import AgentClient, AgentSpec
+
+    # A throwaway data dir: the agent may write there, and must not touch the real one.
+    # It starts as it will serve: in its sandbox, where the mode says so.
+    with tempfile.TemporaryDirectory(prefix="pi-bridge-check-") as scratch:
+        root = Path(scratch)
+        trial = dataclasses.replace(options, data_dir=root, chats={})
+        (root / "workspace").mkdir()
+        (root / "session").mkdir()
+        spec = AgentSpec(argv=options.agent.argv, cwd=root / "workspace", env=options.agent.env)
+        spec = contain(spec, trial, "check", root / "session")
+        async with AgentClient(spec) as agent:
+            state = await agent.get_state()
+    model = state.get("model")
+    name = model.get("id") if isinstance(model, dict) else None
+    return f"{options.agent.argv[0]} answered get_state" + (f" (model {name})" if name else "")
+
+
+async def _check_store(loaded: Loaded) -> str:
+    from bridge.store import open_store
+    from bridge.store.base import redact_url
+
+    store = await open_store(loaded.config.store, loaded.options.data_dir)
+    try:
+        await store.seen(f"check:{secrets.token_hex(8)}", 60)
+    finally:
+        await store.aclose()
+    where = loaded.options.data_dir if loaded.config.store.lower() == "sqlite" else None
+    return f"{redact_url(loaded.config.store)} reachable" + (f" ({where})" if where else "")
+
+
+async def _platform_call(
+    url: str, secret: str, **kwargs: object
+) -> tuple[dict[str, object], Mapping[str, str]]:
+    """The JSON body of a POST to `url`, and the answer's headers."""
+    import aiohttp
+
+    timeout = aiohttp.ClientTimeout(total=CHECK_TIMEOUT)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.post(url, **kwargs) as response,  # type: ignore[arg-type]
+        ):
+            body = await response.json(content_type=None)
+            headers = response.headers  # aiohttp's: names stay case-insensitive
+    except (aiohttp.ClientError, ValueError) as exc:
+        # Telegram puts the token in the URL, and client errors quote URLs.
+        raise RuntimeError(str(exc).replace(secret, "***")) from None
+    if not isinstance(body, dict):
+        raise RuntimeError(f"unexpected answer (HTTP {response.status})")
+    return body, headers
+
+
+async def _check_telegram(loaded: Loaded) -> str:
+    settings = loaded.telegram
+    assert settings is not None
+    body, _ = await _platform_call(f"{settings.base_url}{settings.token}/getMe", settings.token)
+    result = body.get("result")
+    if not body.get("ok") or not isinstance(result, dict):
+        raise RuntimeError(f"getMe refused: {body.get('description', 'no reason given')}")
+    return f"getMe accepted the token (@{result.get('username')})"
+
+
+async def _check_slack(loaded: Loaded) -> str:
+    settings = loaded.slack
+    assert settings is not None
+    url = settings.api_base_url.rstrip("/") + "/auth.test"
+    headers = {"Authorization": f"Bearer {settings.bot_token}"}
+    body, answer = await _platform_call(url, settings.bot_token, headers=headers)
+    if not body.get("ok"):
+        raise RuntimeError(f"auth.test refused the bot token: {body.get('error', 'unknown')}")
+    mode = "Socket Mode" if settings.socket_mode else "HTTP mode"
+    who = body.get("user") or body.get("user_id")
+    found = f"auth.test accepted the bot token (team {body.get('team')}, bot {who}; {mode})"
+    return found + _scope_note(answer)
+
+
+def _scope_note(headers: Mapping[str, str]) -> str:
+    """What the token's scopes (Slack's `x-oauth-scopes` answer header) lack."""
+    from adapters.slack.scopes import OPTIONAL, lacking
+
+    granted = headers.get("x-oauth-scopes")
+    if granted is None:
+        return ""  # not reported: nothing to compare
+    required, optional = lacking({s.strip() for s in granted.split(",")})
+    reinstall = "add them to the app (deploy/slack-app-manifest.yaml) and reinstall it"
+    if required:
+        raise RuntimeError(f"the bot token lacks the scopes {', '.join(required)}: {reinstall}")
+    if not optional:
+        return ""
+    features = ", ".join(f"{s} ({OPTIONAL[s]})" for s in optional)
+    return f"; without {features}: {reinstall}"

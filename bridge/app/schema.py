@@ -1,0 +1,194 @@
+"""The configuration's shape: the TOML file's tables as pydantic models.
+
+`Config` is the whole tree; each `*Section` is one table. Unknown keys are refused by
+name (typos far more often than not). A platform's section is its adapter's settings
+as written in the file: its fields are `TelegramSettings` / `SlackSettings` fields
+(under their TOML key as alias where the two names differ) plus the few that only
+the file knows, and `bridge.app.platforms` builds the settings from them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from adapters.slack.settings import DEFAULT_API_BASE_URL as SLACK_API
+from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT
+from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
+from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
+from adapters.telegram.settings import GroupTrigger
+from bridge.model import BusyPolicy, Verbosity
+from bridge.options import SandboxMode
+from bridge.sandbox import default_mode
+from bridge.store.base import redact_url
+
+
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value
+
+
+class _Section(BaseModel):
+    # Unknown keys are typos far more often than not: refuse them by name.
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+
+class AgentSection(_Section):
+    command: str | list[str] | None = None  # a shell-quoted string or an argv list
+    env: list[str] = []  # extra environment names passed to the agent
+    session_flags: bool = True
+
+
+class TelegramSection(_Section):
+    """`[telegram]`: the fields of `TelegramSettings` (lists become sets), plus
+    `TELEGRAM_ONLY`."""
+
+    token: str = Field(default="", alias="bot_token", repr=False)
+    base_url: str = Field(default=TELEGRAM_API, alias="api_base_url")
+    base_file_url: str = Field(default=TELEGRAM_FILES, alias="file_base_url")
+    allowed_users: list[str] | None = None
+    approvers: list[str] = []
+    group_trigger: GroupTrigger = "mention"
+    poll_timeout: int = Field(default=30, ge=0, le=50)  # Bot API caps long polls at 50 s
+    # Groups are paced per chat now; the key stays accepted so old files load.
+    paced_for_groups: bool | None = None
+    webhook_url: str | None = None  # set: Telegram pushes updates instead of long polling
+    webhook_secret: str | None = Field(default=None, repr=False)
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=1, le=65535)
+
+    _urls = field_validator("base_url", "base_file_url")(_http_url)
+
+
+# Keys of [telegram] that are not TelegramSettings fields.
+TELEGRAM_ONLY = frozenset({"paced_for_groups"})
+
+
+class SlackSection(_Section):
+    """`[slack]`: the fields of `SlackSettings` (lists become sets)."""
+
+    bot_token: str = Field(default="", repr=False)
+    app_token: str = Field(default="", repr=False)
+    signing_secret: str = Field(default="", repr=False)
+    api_base_url: str = SLACK_API
+    allowed_users: list[str] | None = None
+    approvers: list[str] = []
+    allowed_channels: list[str] | None = None
+    http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=1, le=65535)
+    http_host: str = DEFAULT_HTTP_HOST  # behind the TLS proxy Slack requires: local by default
+    edits_per_minute: int = Field(default=50, ge=1, le=6000)
+
+    _urls = field_validator("api_base_url")(_http_url)
+
+    @field_validator("allowed_channels")
+    @classmethod
+    def _no_channels_is_every_channel(cls, value: list[str] | None) -> list[str] | None:
+        # Unlike an empty user list (nobody), an empty channel list limits nothing.
+        return value or None
+
+
+class SandboxSection(_Section):
+    """How agents are contained (docs/security.md, "The agent's sandbox")."""
+
+    mode: SandboxMode = Field(default_factory=default_mode)
+    network: Literal["on", "off"] = "on"  # the agent needs its model's API
+    read_write: list[Path] = []  # extra paths every agent may write (a shared cache)
+    read_only: list[Path] = []  # extra paths it may read inside hidden trees or /tmp
+
+
+class LimitsSection(_Section):
+    max_agents: int = Field(default=8, ge=1)
+    max_per_user: int = Field(default=4, ge=1)
+    idle_timeout: float = Field(default=30 * 60, gt=0)
+    max_run_time: float = Field(default=2 * 60 * 60, gt=0)
+    dialog_timeout: float = Field(default=30 * 60, gt=0)
+    drain_timeout: float = Field(default=30.0, ge=0)
+    dedupe_ttl: float = Field(default=24 * 60 * 60, gt=0)
+    inbox_size: int = Field(default=64, ge=1)
+
+
+class DefaultsSection(_Section):
+    """What a new conversation starts with (users change it with commands)."""
+
+    busy_policy: BusyPolicy = "steer"
+    verbosity: Verbosity = "all"
+    model: str | None = None
+    thinking: str | None = None
+
+
+class ChatSection(_Section):
+    """Overrides for one conversation key and those under it, e.g. `[chats."tg:12345"]`."""
+
+    workspace: Path | None = None
+    agent_command: str | list[str] | None = None
+    approvers: list[str] = []
+    busy_policy: BusyPolicy | None = None
+    verbosity: Verbosity | None = None
+
+
+class MetricsSection(_Section):
+    port: int | None = Field(default=None, ge=1, le=65535)  # None: no endpoint
+    host: str = "127.0.0.1"  # metrics reveal activity: local unless asked otherwise
+
+
+class LogSection(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    format: Literal["json", "console"] = "console"
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+class Config(BaseSettings):
+    """The whole configuration tree (the TOML file's shape)."""
+
+    model_config = SettingsConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    data_dir: Path = Path("data")
+    store: str = "sqlite"
+    # A platform with no allowlist lets everyone who finds the bot run shell commands
+    # through its agent: refused unless said on purpose.
+    allow_everyone: bool = False
+    agent: AgentSection = AgentSection()
+    sandbox: SandboxSection = SandboxSection()
+    telegram: TelegramSection | None = None
+    slack: SlackSection | None = None
+    limits: LimitsSection = LimitsSection()
+    defaults: DefaultsSection = DefaultsSection()
+    chats: dict[str, ChatSection] = {}
+    metrics: MetricsSection = MetricsSection()
+    log: LogSection = LogSection()
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        scheme, sep, rest = value.partition("://")
+        scheme = scheme.lower()
+        if value.lower() == "sqlite" or (sep and scheme in ("redis", "rediss") and rest):
+            return value
+        if sep and scheme == "sqlite" and Path(rest).is_absolute():
+            return value
+        raise ValueError(
+            f"unknown store {redact_url(value)!r}: expected 'sqlite', "
+            "'sqlite:///absolute/path.db', or a redis:// or rediss:// URL"
+        )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only what `load_config` merged: the contract's names are flat (TELEGRAM_APPROVERS,
+        # not TELEGRAM__APPROVERS), and pydantic-settings' own env source would also
+        # accept names outside the contract.
+        return (init_settings,)

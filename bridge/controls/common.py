@@ -1,0 +1,43 @@
+"""Small pieces every control handler uses."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bridge.render.textbits import clip
+
+if TYPE_CHECKING:
+    from bridge.controls.target import Target
+    from bridge.model import Op
+
+MAX_PICKER = 24  # buttons in one picker; more would not fit a phone screen
+PICKER_LABEL = 40
+
+
+def data(value: object) -> dict[str, Any]:
+    """A response's data as a dict, whatever the agent sent."""
+    return value if isinstance(value, dict) else {}
+
+
+def one_line(text: str, limit: int) -> str:
+    """On one line (a picker label, a list entry), then clipped."""
+    return clip(" ".join(text.split()), limit)
+
+
+def picker(
+    target: Target,
+    kind: str,
+    title: str,
+    values: list[str],
+    labels: list[str] | None = None,
+    *,
+    one_per_row: bool = False,
+) -> list[Op]:
+    """A message of buttons, one per value; a press comes back as a `PickerChoice`."""
+    shown = labels or values
+    choices = [
+        (one_line(label, PICKER_LABEL), value)
+        for value, label in zip(values[:MAX_PICKER], shown[:MAX_PICKER], strict=True)
+    ]
+    per_row = 1 if one_per_row else target.limits.max_buttons_per_row
+    return target.renderer.pick(kind, title, choices, per_row)

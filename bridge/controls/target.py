@@ -1,0 +1,40 @@
+"""What the control commands need of a conversation: a small Protocol, so that
+`controls` does not import `Conversation` (which imports `controls`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from bridge.model import ConversationSettings, PlatformLimits
+    from bridge.render import Renderer
+    from bridge.rpc import AgentClient
+    from bridge.store.records import ConversationRecord
+
+
+class Target(Protocol):
+    @property
+    def renderer(self) -> Renderer: ...
+
+    @property
+    def record(self) -> ConversationRecord | None: ...
+
+    @property
+    def agent(self) -> AgentClient | None:
+        """The live agent, if any; commands that need one call `ensure_agent`."""
+
+    @property
+    def busy(self) -> bool: ...
+
+    @property
+    def limits(self) -> PlatformLimits: ...
+
+    async def ensure_agent(self) -> AgentClient: ...
+
+    async def adopt_session(self, agent: AgentClient) -> None: ...
+
+    async def set_settings(self, settings: ConversationSettings) -> None: ...
+
+    def notify(self, text: str) -> None: ...
+
+    def new_token(self) -> str: ...

@@ -1,0 +1,227 @@
+"""The agent's lifetime in one conversation: spawn, back-off, pump, run-time limit,
+session adoption and reap.
+
+An agent is spawned on demand (`ensure`) within the supervisor's live-agent cap,
+started with `--session <file>` when the conversation has one, so a respawn
+after a crash, a reap or a bridge restart resumes where it was. Crash loops back
+off exponentially. Its events are pumped to the conversation (`Host.on_event`);
+a ticker flushes throttled output and enforces the run-time limit (abort, then
+kill). When the process ends, whatever the reason, the slot is released and the
+conversation hears `AgentGone` through the same event stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+
+from bridge.rpc import AgentClient, AgentSpec, RpcError
+from bridge.sandbox import contain
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from anyio.abc import TaskGroup, TaskStatus
+
+    from bridge.model import Op
+    from bridge.render import Renderer
+    from bridge.rpc import AgentEvent, AgentGone
+    from bridge.services import Services
+    from bridge.store.records import ConversationRecord
+
+log = logging.getLogger(__name__)
+
+TICK = 0.25  # renderer flushes throttled text; well under any platform's edit interval
+KILL_AFTER_ABORT = 15.0  # a run past max_run_time that ignores abort is killed
+# Restart back-off: an agent that dies this soon after starting counts as a crash loop.
+CRASH_WINDOW = 60.0
+MAX_BACKOFF = 60.0
+
+
+class Host(Protocol):
+    """The conversation an agent lives in, as its lifetime sees it."""
+
+    key: str
+
+    @property
+    def renderer(self) -> Renderer: ...
+
+    @property
+    def record(self) -> ConversationRecord | None: ...
+
+    def submit(self, ops: Sequence[Op]) -> None: ...
+
+    async def on_event(self, agent: AgentClient, event: AgentEvent, now: float) -> None: ...
+
+    async def save(self, **changes: object) -> None: ...
+
+    async def acquire_slot(self) -> None:
+        """Wait for room under the live-agent caps."""
+
+    def release_slot(self) -> None: ...
+
+
+class AgentLife:
+    def __init__(self, host: Host, services: Services) -> None:
+        self._host = host
+        self.s = services
+        self.agent: AgentClient | None = None
+        self.spawning = False
+        self.closing = False  # reaped on purpose: its exit is no crash to report
+        self._scope: anyio.CancelScope | None = None
+        self._done = anyio.Event()
+        self._spawns: list[float] = []
+        self._run_started: float | None = None
+        self._aborted_for_time = False
+
+    @property
+    def busy(self) -> bool:
+        return self.spawning or (self.agent is not None and self.agent.state.busy)
+
+    async def ensure(self, tg: TaskGroup) -> AgentClient:
+        """The live agent, spawned first if there is none (in `tg`, so it outlives the
+        intent that needed it); waits for a slot under the live-agent cap."""
+        if self.agent is not None and self.agent.alive:
+            return self.agent
+        await self._backoff()
+        self.spawning = True
+        try:
+            await self._host.acquire_slot()
+            try:
+                agent: AgentClient = await tg.start(self._run)
+            except BaseException:
+                self._host.release_slot()
+                raise
+        finally:
+            self.spawning = False
+        return agent
+
+    async def reap(self) -> None:
+        """Stop the agent (its session file stays; the next message resumes it)."""
+        scope = self._scope
+        if scope is None:
+            return
+        self.closing = True
+        scope.cancel()
+        await self._done.wait()
+
+    def run_started(self, now: float) -> None:
+        self._run_started, self._aborted_for_time = now, False
+        self.s.stats.runs_started += 1
+
+    def run_ended(self) -> None:
+        """The run-time limit stops counting; an agent under the cap may now be idle."""
+        self._run_started = None
+        self.s.stats.runs_ended += 1
+        self.s.gate.changed()
+
+    async def adopt_session(self, agent: AgentClient) -> None:
+        """Remember the agent's session file, so a respawn resumes it."""
+        record = self._host.record
+        if agent.profile.is_legacy or record is None:
+            return
+        try:
+            state = await agent.get_state()
+        except RpcError as exc:
+            log.warning("conversation %s: get_state failed: %s", self._host.key, exc)
+            return
+        session_file = state.get("sessionFile")
+        if isinstance(session_file, str) and session_file != record.session_file:
+            await self._host.save(session_file=session_file)
+
+    def spec(self) -> AgentSpec:
+        options, key = self.s.options, self._host.key
+        argv = list(options.argv(key))
+        record = self._host.record
+        assert record is not None
+        if options.agent.session_flags:
+            argv += ["--session-dir", record.session_dir]
+            if record.session_file and os.path.isfile(record.session_file):
+                argv += ["--session", record.session_file]
+        # A configured workspace wins over the one recorded when the conversation began,
+        # so moving a channel to another checkout takes effect at the next agent start.
+        chat = options.chat(key)
+        workspace = chat.workspace if chat and chat.workspace else Path(record.workspace)
+        workspace.mkdir(parents=True, exist_ok=True)
+        session_dir = Path(record.session_dir)
+        session_dir.mkdir(parents=True, exist_ok=True)
+        spec = AgentSpec(argv=argv, cwd=workspace, env=dict(options.agent.env))
+        return contain(spec, options, key, session_dir)
+
+    async def _backoff(self) -> None:
+        now = self.s.clock()
+        recent = [t for t in self._spawns if now - t < CRASH_WINDOW]
+        self._spawns = recent
+        if len(recent) >= 2:
+            delay = min(MAX_BACKOFF, 2.0 ** (len(recent) - 1))
+            notice = f"⏳ The agent keeps stopping; trying again in {delay:g} s."
+            self._host.submit(self._host.renderer.notice(notice))
+            await anyio.sleep(delay)
+        self._spawns.append(self.s.clock())
+
+    async def _run(self, *, task_status: TaskStatus[AgentClient]) -> None:
+        self.closing = False
+        self._done = anyio.Event()
+        client = AgentClient(
+            self.spec(), clock=self.s.clock, dialog_timeout=self.s.options.dialog_timeout
+        )
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                async with client as agent:
+                    self.agent = agent
+                    await self.adopt_session(agent)
+                    task_status.started(agent)
+                    await self._pump(agent)
+        finally:
+            self.agent = None
+            self._scope = None
+            self._run_started = None
+            self._host.release_slot()
+            self._done.set()
+
+    async def _pump(self, agent: AgentClient) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._ticker, agent)
+            async for event in agent.events:
+                self.s.stats.event(event)
+                try:
+                    await self._host.on_event(agent, event, self.s.clock())
+                except Exception:
+                    log.exception("conversation %s: event handling failed", self._host.key)
+            tg.cancel_scope.cancel()
+
+    async def _ticker(self, agent: AgentClient) -> None:
+        while True:
+            await anyio.sleep(TICK)
+            now = self.s.clock()
+            self._host.submit(self._host.renderer.tick(now))
+            await self._enforce_run_time(agent, now)
+
+    async def _enforce_run_time(self, agent: AgentClient, now: float) -> None:
+        started, limit = self._run_started, self.s.options.max_run_time
+        if started is None or now - started < limit:
+            return
+        if not self._aborted_for_time:
+            self._aborted_for_time = True
+            self._host.renderer.overtime()
+            notice = f"⏱ The run passed the {limit:g} s limit; stopping it."
+            self._host.submit(self._host.renderer.notice(notice))
+            with anyio.move_on_after(5):
+                await agent.abort()
+        elif now - started > limit + KILL_AFTER_ABORT and self._scope is not None:
+            self._scope.cancel()
+
+
+def crashed(event: AgentGone) -> str:
+    """What the chat is told when its agent stopped on its own."""
+    tail = event.stderr_tail.strip().splitlines()[-1:] if event.stderr_tail else []
+    detail = f": {tail[0][:300]}" if tail else ""
+    return (
+        f"⚠️ The agent stopped (exit {event.returncode}){detail}. "
+        "Your session is kept; your next message resumes it."
+    )
