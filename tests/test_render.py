@@ -31,7 +31,7 @@ from bridge.model import (
     Send,
     Upload,
 )
-from bridge.render import BusyChoice, DialogChoice, Renderer, StopChoice
+from bridge.render import BusyChoice, DialogChoice, PickerChoice, Renderer, StopChoice
 from bridge.render.riders import Riders
 from bridge.rpc.content import AssistantMessage, ToolResult, UserMessage, text_of
 from bridge.rpc.decode import MalformedRecord, decode_record
@@ -690,6 +690,66 @@ def test_a_dialog_with_a_timeout_says_when_it_expires_and_closes_on_expiry() -> 
         "⌛ expired — the agent went on without an answer"
     )
     assert session.chat.messages["dialog:req-1"].buttons == ()
+
+
+def test_a_dialog_the_bridge_cancelled_says_how_long_it_waited() -> None:
+    session = Session()
+    request = ui("select", title="Pick", options=["A"])
+    session.feed(request)
+    assert isinstance(request, SelectRequest)
+    session.feed(DialogExpired(PendingDialog(request, 0.0, 1800.0, cancel_at_deadline=True)))
+    assert session.chat.text("dialog:req-1").endswith("⌛ No answer in 30 min — cancelled.")
+    assert session.chat.messages["dialog:req-1"].buttons == ()
+
+
+# --- pickers: the bridge's own questions, in the same token book ------------------------------
+
+
+def test_a_picker_press_resolves_once_and_its_buttons_retire_when_it_closes() -> None:
+    session = Session(PlatformLimits(max_buttons_per_row=2))
+    ops = session.do(
+        session.renderer.pick(
+            "thinking", "Thinking level:", [("low", "low"), ("high", "high"), ("off", "off")], 2
+        )
+    )
+    (slot,) = session.chat.order
+    assert [len(row) for row in session.chat.messages[slot].buttons] == [2, 1]
+    low, high, _ = session.chat.tokens(slot)
+    assert session.renderer.pressed(high) == PickerChoice("thinking", "high", slot.split(":")[1])
+    assert ops
+    assert session.renderer.has_questions()
+    choice = session.renderer.pressed(high)
+    assert isinstance(choice, PickerChoice)
+    session.do(session.renderer.close_picker(choice.picker_id, "✓ high"))
+    assert session.chat.text(slot) == "Thinking level:\n\n✓ high"
+    assert session.chat.messages[slot].buttons == ()
+    assert session.renderer.pressed(low) is None  # retired with its picker
+    assert not session.renderer.has_questions()
+
+
+def test_pickers_close_with_the_other_questions_and_on_interrupt() -> None:
+    session = Session()
+    session.do(session.renderer.pick("model", "Pick a model:", [("a/b", "a/b")], 1))
+    session.do(session.renderer.pick("policy", "Policy:", [("ask", "ask")], 1))
+    first, second = session.chat.order
+    (token,) = session.chat.tokens(first)
+    session.do(session.renderer.close_questions("✖ no longer active"))
+    assert session.chat.text(first).endswith("✖ no longer active")
+    assert session.renderer.pressed(token) is None
+    session.do(session.renderer.pick("verbose", "Show:", [("all", "all")], 1))
+    third = session.chat.order[-1]
+    (token,) = session.chat.tokens(third)
+    session.do(session.renderer.interrupt("agent stopped"))
+    assert session.renderer.pressed(token) is None
+    assert second != third
+
+
+def test_a_picker_token_over_the_platforms_button_data_limit_is_refused() -> None:
+    renderer = Renderer(
+        limits=PlatformLimits(max_button_data=8), formatter=formatter, tokens=lambda: "x" * 9
+    )
+    with pytest.raises(ValueError, match="exceeds the platform's 8"):
+        renderer.pick("model", "Pick a model:", [("a/b", "a/b")], 1)
 
 
 def test_many_options_are_laid_out_in_rows_with_cancel_on_its_own() -> None:
