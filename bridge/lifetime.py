@@ -166,9 +166,9 @@ class AgentLife:
     async def _run(self, *, task_status: TaskStatus[AgentClient]) -> None:
         self.closing = False
         self._done = anyio.Event()
-        client = AgentClient(
-            self.spec(), clock=self.s.clock, dialog_timeout=self.s.options.dialog_timeout
-        )
+        # The sandbox's config copy and the folders are file work: off the event loop.
+        spec = await anyio.to_thread.run_sync(self.spec)
+        client = AgentClient(spec, clock=self.s.clock, dialog_timeout=self.s.options.dialog_timeout)
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope

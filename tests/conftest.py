@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.agents import SETUP_HINT, agent_bin, agent_installed, make_agent_home
+from tests.support.agents import (
+    AGENT_VERSIONS,
+    SETUP_HINT,
+    agent_bin,
+    agent_installed,
+    make_agent_home,
+)
 from tests.support.fake_llm import FakeLLM
 
 if TYPE_CHECKING:
@@ -25,6 +31,13 @@ def require_agent(version: str) -> None:
             f"pi agent {version} is not installed at {agent_bin(version)}: {SETUP_HINT}",
             pytrace=False,
         )
+
+
+@pytest.fixture(params=AGENT_VERSIONS)
+def version(request: pytest.FixtureRequest) -> str:
+    """Each pinned agent version in turn (a test asking for it runs once per agent)."""
+    require_agent(request.param)
+    return str(request.param)
 
 
 @pytest.fixture

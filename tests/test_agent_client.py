@@ -32,7 +32,7 @@ from bridge.rpc.events import (
 from bridge.rpc.profile import EARENDIL, PI
 from bridge.rpc.ui import SelectRequest
 from tests.agent_session import running, spec_for
-from tests.support.agents import AGENT_VERSIONS, extension_path
+from tests.support.agents import extension_path
 from tests.support.fake_llm import Reply, ToolCall
 
 if TYPE_CHECKING:
@@ -49,14 +49,6 @@ PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR4nGP4z8AARwzEcQCukw/"
     "x0F8jngAAAABJRU5ErkJggg=="
 )
-
-
-@pytest.fixture(params=AGENT_VERSIONS)
-def version(request: pytest.FixtureRequest) -> str:
-    from tests.conftest import require_agent
-
-    require_agent(request.param)
-    return str(request.param)
 
 
 def tool_text(event: ToolExecutionEnd) -> str:

@@ -18,7 +18,7 @@ import pytest
 
 from bridge.model import ButtonPress, Inbound
 from bridge.rpc import agent_environment
-from tests.support.agents import AGENT_VERSIONS, extension_path
+from tests.support.agents import extension_path
 from tests.support.bridge_harness import CHAT, KEY, OWNER, STRANGER, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.journeys import STEERED, UNSTEERED, requests_with, script_steerable_run
@@ -35,14 +35,6 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 
 TIMED_GATE = Path(__file__).parent / "support" / "extensions" / "timed-gate.ts"
-
-
-@pytest.fixture(params=AGENT_VERSIONS)
-def version(request: pytest.FixtureRequest) -> str:
-    from tests.conftest import require_agent
-
-    require_agent(request.param)
-    return str(request.param)
 
 
 SUMMARY = "The user asked to remember KIWI and the agent noted it; nothing else is pending."

@@ -8,88 +8,36 @@ tmp_path. Platform checks go to the fake Telegram and Slack servers on 127.0.0.1
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import aiohttp
 import anyio
 import pytest
 
-from tests.support.agents import DEFAULT_VERSION
+from tests.support.cli import (
+    DRAIN,
+    agent_processes,
+    cli_env,
+    command,
+    get,
+    run_cli,
+    write_config,
+)
 from tests.support.fake_llm import Reply
 from tests.support.fake_slack import FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.anyio
-
-REPO = Path(__file__).resolve().parents[1]
-DRAIN = 5.0
-
-
-def cli_env(tmp_path: Path, home: AgentHome | None = None, **extra: str) -> dict[str, str]:
-    env = home.env() if home is not None else {"PATH": os.environ.get("PATH", os.defpath)}
-    env |= {
-        "PYTHONPATH": str(REPO),
-        "PI_BRIDGE_DATA_DIR": str(tmp_path / "data"),
-        "PI_BRIDGE_LOG_LEVEL": "INFO",
-    }
-    if home is not None:
-        env["PI_BRIDGE_AGENT_COMMAND"] = shlex.join(home.argv(DEFAULT_VERSION))
-    return env | extra
-
-
-def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bridge.app.cli", *args]
-
-
-def write_config(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "pi-bridge.toml"
-    path.write_text(text, encoding="utf-8")
-    return str(path)
-
-
-async def run_cli(
-    tmp_path: Path, env: dict[str, str], *args: str, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    with anyio.fail_after(90):
-        return await anyio.run_process(
-            command(*args), input=stdin, cwd=tmp_path, env=env, check=False
-        )
-
-
-def agent_processes(root: Path) -> list[int]:
-    """Live processes whose cwd is under `root` (the bridge starts agents in workspaces)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = Path(os.readlink(entry / "cwd"))
-        except OSError:
-            continue
-        if cwd.is_relative_to(root) and cwd != root:
-            found.append(int(entry.name))
-    return found
-
-
-async def get(port: int, path: str) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{port}{path}") as response,
-    ):
-        return response.status, await response.text()
 
 
 async def test_help_reads_well(tmp_path: Path) -> None:

@@ -10,8 +10,6 @@ their pipes), and a fresh bridge on the same data dir and the same chat.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,12 +21,11 @@ from bridge.render.status import CRASHED, retire_after_crash, run_is_live
 from bridge.service import Bridge
 from bridge.store import LiveRunRecord, open_store
 from bridge.supervisor import LiveRuns
-from tests.support.agents import AGENT_VERSIONS
 from tests.support.bridge_harness import LIMITS, BridgeHarness, options
+from tests.support.cli import agent_processes, kill_agents
 from tests.support.fake_llm import Reply
 from tests.support.journeys import script_long_run
 from tests.support.recording_adapter import FakeClock, RecordingAdapter
-from tests.test_cli import agent_processes
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -268,14 +265,6 @@ async def test_a_bridge_retires_only_its_own_platforms_runs(tmp_path: Path) -> N
 # --- end to end: a bridge that dies mid-run, and the next one ---------------------------
 
 
-@pytest.fixture(params=AGENT_VERSIONS)
-def version(request: pytest.FixtureRequest) -> str:
-    from tests.conftest import require_agent
-
-    require_agent(request.param)
-    return str(request.param)
-
-
 @contextlib.asynccontextmanager
 async def bridge(
     opts: BridgeOptions, platform: RecordingAdapter, *, dies: bool = False
@@ -299,13 +288,6 @@ async def bridge(
             await tasks.__aexit__(None, None, None)
     finally:
         await store.aclose()
-
-
-def kill_agents(data: Path) -> None:
-    """Agents this test's bridges started (their cwd is in its data dir), by pid."""
-    for pid in agent_processes(data):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def slow_job(fake_llm: FakeLLM) -> None:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bridge.logs import MIN_SECRET, RedactedStream, redactor, secret_values, setup_logging
+from tests.support.cli import cli_env, run_cli
 from tests.support.fake_telegram import FakeTelegram
-from tests.test_cli import cli_env, run_cli
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -24,6 +24,7 @@ from bridge.router import (
     View,
     parse_command,
     route,
+    urgent,
 )
 
 IDLE = View()
@@ -248,3 +249,26 @@ def test_recorded_sessions_are_reproduced_by_routing_their_messages(stdin: Path)
         assert type(intent) is expected
         assert getattr(intent, "text", None) == text
         busy = True
+
+
+URGENT: list[tuple[str, Inbound, Intent | None]] = [
+    ("a press", msg(press=ButtonPress("tok", "cb1")), Press("tok", "cb1")),
+    ("a typed answer in a form", msg(press=ButtonPress("t", "c", text="x")), Press("t", "c", "x")),
+    ("/stop", msg("/stop"), Stop()),
+    ("an alias with more words", msg("/cancel that now"), Stop()),
+    ("/stop to this bot", msg("/stop@pibot"), Stop()),
+    ("/stop to another bot", msg("/stop@otherbot"), None),
+    ("a control command waits its turn", msg("/status"), None),
+    ("a steer waits its turn", msg("/steer go on"), None),
+    ("plain text", msg("stop"), None),
+    ("a picture", msg("", images=(PNG,)), None),
+]
+
+
+@pytest.mark.parametrize(
+    ("inbound", "expected"), [c[1:] for c in URGENT], ids=[c[0] for c in URGENT]
+)
+def test_only_presses_and_stops_skip_the_inbox(inbound: Inbound, expected: Intent | None) -> None:
+    assert urgent(inbound, ("/",), "pibot") == expected
+    if expected is not None:  # and routing it later would have said the same
+        assert route(inbound, View(busy=True, bot_name="pibot")) == expected

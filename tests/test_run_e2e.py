@@ -18,10 +18,7 @@ is refused.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import signal
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,20 +26,25 @@ import anyio
 import pytest
 
 from bridge.render.status import CRASHED
+from tests.support.cli import (
+    DRAIN,
+    WAIT,
+    agent_processes,
+    bridge_process,
+    cli_env,
+    get,
+    kill_agents,
+    stop,
+    write_config,
+)
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
 from tests.support.journeys import script_long_run
 from tests.support.loopback import free_port, until
 from tests.support.redis_server import RedisServer, redis_server_bin
-from tests.test_cli import DRAIN, agent_processes, cli_env, command, get, write_config
-from tests.test_crash_recovery import kill_agents
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
-    from anyio.abc import Process
-
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
     from tests.support.fake_slack import Posted
@@ -54,7 +56,6 @@ pytestmark = [
 ]
 
 CHAT = 42  # the Telegram user's private chat (its id is the user's id)
-WAIT = 60.0  # an answer, cold agent start included, on a loaded 2-core machine
 INTERRUPTED = "interrupted: the bridge is restarting"
 CONFIG = f"[limits]\ndrain_timeout = {DRAIN}\n[telegram]\npoll_timeout = 1\n"
 # A killed bridge's agents get SIGTERM from the kernel at once and end their tools and
@@ -106,34 +107,6 @@ async def metrics_when(port: int, ready: str, **labels: str) -> str:
             if sample(text, ready, **labels) >= 1:
                 return text
             await anyio.sleep(0.1)
-
-
-@contextlib.asynccontextmanager
-async def bridge_process(tmp_path: Path, env: dict[str, str], log: str) -> AsyncIterator[Process]:
-    """`pi-bridge run`, its log in tmp_path/`log`; killed (with its agents) if the test fails."""
-    with (tmp_path / log).open("wb") as err:
-        process = await anyio.open_process(
-            command("run"), cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stderr=err
-        )
-    try:
-        yield process
-    except BaseException:
-        if process.returncode is None:
-            process.kill()
-        for pid in agent_processes(tmp_path / "data"):
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)  # each agent leads its own process group
-        print((tmp_path / log).read_text(errors="replace")[-6000:])
-        raise
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            await process.aclose()
-
-
-async def stop(process: Process) -> int:
-    process.send_signal(signal.SIGTERM)
-    with anyio.fail_after(DRAIN + 30):
-        return await process.wait()
 
 
 async def test_run_serves_both_platforms_on_redis_then_drains_and_resumes(

@@ -29,11 +29,10 @@ from bridge.rpc.errors import AgentStartError
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
 from bridge.rpc.sandbox import Bind, Sandbox, bwrap_argv
 from bridge.sandbox import config_of, contain, home_of, probe
+from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import ALICE, TOKEN, FakeTelegram
-from tests.test_cli import REPO, cli_env, write_config
-from tests.test_crash_recovery import kill_agents
-from tests.test_run_e2e import WAIT, bridge_process, stop
+from tests.support.paths import REPO
 
 if TYPE_CHECKING:
     from tests.support.agents import AgentHome

@@ -20,7 +20,7 @@ from adapters.slack.runner import PREFIXES, slack_intake
 from adapters.slack.settings import SlackSettings
 from bridge.model import PlatformLimits
 from bridge.service import Bridge
-from tests.support.agents import AGENT_VERSIONS, DEFAULT_VERSION, extension_path
+from tests.support.agents import DEFAULT_VERSION, extension_path
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, DM_CHANNEL, FakeSlack
@@ -64,14 +64,6 @@ LEADS = "S0LEADS"
 def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROXY_VARS:  # slack_sdk ignores NO_PROXY (PITFALLS.md)
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(params=AGENT_VERSIONS)
-def version(request: pytest.FixtureRequest) -> str:
-    from tests.conftest import require_agent
-
-    require_agent(request.param)
-    return str(request.param)
 
 
 @pytest.fixture(params=["socket", "http"])
