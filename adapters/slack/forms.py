@@ -104,11 +104,14 @@ def from_submission(body: Mapping[str, Any]) -> Converted | None:
         return None
     try:
         meta = json.loads(view.get("private_metadata") or "")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a forged, deeply nested one
         return None
     if not isinstance(meta, dict) or not meta.get("key") or not meta.get("token"):
         return None
-    chat = ChatRef(str(meta["channel"]), meta.get("thread") or None)
+    thread = meta.get("thread") or None
+    if thread is not None and not isinstance(thread, str):
+        return None  # the bridge writes a thread ts as a string; this is not its own
+    chat = ChatRef(str(meta["channel"]), thread)
     message = MessageRef(chat, str(meta["message"])) if meta.get("message") else None
     value = ((view.get("state") or {}).get("values") or {}).get(BLOCK_ID, {}).get(ACTION_ID, {})
     text = str(value.get("value") or "")  # an emptied optional field arrives as null
