@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from adapters import errors
 from adapters.slack.convert import Identity, parse_press_ref
 from adapters.slack.format import fallback_text, format_markdown, message_blocks
 from adapters.slack.forms import modal
@@ -75,8 +76,15 @@ DOWNLOAD_CHUNK = 64 * 1024
 REACTIONS: dict[ReactionState, str] = {"working": "eyes", "done": "white_check_mark", "failed": "x"}
 FORMS_KEPT = 1_000  # forms of buttons sent by this process; older ones fall back to messages
 
-_GONE = frozenset(
-    {
+# Web API error codes → the bridge's error (matched whole by `adapters.errors.classify`;
+# anything else is a plain PlatformError). A 429 or 5xx status decides first.
+_ERRORS: errors.Rules = (
+    *errors.rules(RateLimited, "ratelimited"),
+    *errors.rules(
+        TransientError, "internal_error", "fatal_error", "service_unavailable", "request_timeout"
+    ),
+    *errors.rules(
+        MessageGone,
         "message_not_found",
         "cant_update_message",
         "cant_delete_message",
@@ -85,12 +93,11 @@ _GONE = frozenset(
         "file_deleted",
         "edit_window_closed",
         "thread_not_found",
-    }
+    ),
+    *errors.rules(TooLong, "msg_too_long", "msg_blocks_too_long", "too_many_blocks"),
+    *errors.rules(BadFormatting, "invalid_blocks", "invalid_blocks_format", "invalid_markdown"),
 )
-_TOO_LONG = frozenset({"msg_too_long", "msg_blocks_too_long", "too_many_blocks"})
-_BAD_BLOCKS = frozenset({"invalid_blocks", "invalid_blocks_format", "invalid_markdown"})
 _REACTION_DONE = frozenset({"already_reacted", "no_reaction"})
-_TRANSIENT = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 
 
 def map_error(exc: SlackApiError, markup: Markup = "plain") -> PlatformError:
@@ -98,26 +105,23 @@ def map_error(exc: SlackApiError, markup: Markup = "plain") -> PlatformError:
     response = exc.response
     # A proxy or an outage can answer with HTML, which slack_sdk leaves as a string.
     error = str(response.get("error") or "") if isinstance(response.data, dict) else ""
-    if response.status_code == 429 or error == "ratelimited":
-        return RateLimited(_retry_after(response.headers))
-    if response.status_code >= 500 or error in _TRANSIENT:
-        return TransientError(error or f"HTTP {response.status_code}")
-    if error in _GONE:
-        return MessageGone(error)
-    if error in _TOO_LONG:
-        return TooLong(error)
-    if error in _BAD_BLOCKS:
-        # Plain text has nothing to fall back to; what Slack refuses then is its size.
-        return BadFormatting(error) if markup == "formatted" else TooLong(error)
-    return PlatformError(error or f"HTTP {response.status_code}")
+    status, kind = response.status_code, errors.classify(error, _ERRORS, whole=True)
+    if status == 429:
+        kind = RateLimited
+    elif status >= 500 and kind is not RateLimited:
+        kind = TransientError
+    elif kind is BadFormatting and markup != "formatted":
+        kind = TooLong  # plain text has nothing to fall back to: Slack refuses its size
+    retry_after = _retry_after(response.headers) if kind is RateLimited else 0.0
+    return errors.error(kind, error or f"HTTP {status}", retry_after=retry_after)
 
 
 def _retry_after(headers: Any) -> float:
-    for name, value in dict(headers or {}).items():
-        if str(name).lower() == "retry-after":
-            with contextlib.suppress(TypeError, ValueError):
-                return max(0.0, float(value if not isinstance(value, list) else value[0]))
-    return DEFAULT_RETRY_AFTER
+    """Slack's Retry-After header (any case); `DEFAULT_RETRY_AFTER` without one."""
+    waits = (
+        value for name, value in dict(headers or {}).items() if str(name).lower() == "retry-after"
+    )
+    return errors.retry_after_seconds(*waits, default=DEFAULT_RETRY_AFTER)
 
 
 @contextlib.contextmanager

@@ -17,8 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import (
@@ -30,6 +29,7 @@ from telegram.constants import (
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
+from adapters import errors
 from adapters.telegram.format import format_markdown
 from bridge.model import (
     BadFormatting,
@@ -76,19 +76,20 @@ REACTIONS: dict[ReactionState, str] = {"working": "👀", "done": "👍", "faile
 # A chat that limits reactions ("REACTION_INVALID") or a message gone since.
 _REACTION_REFUSED = ("reaction", "message to react not found")
 
-# Fragments of Bot API error descriptions, lower-cased, → the bridge's error.
-_BAD_REQUESTS: tuple[tuple[str, type[PlatformError]], ...] = (
-    ("message is not modified", NotModified),
-    ("can't parse entities", BadFormatting),
-    ("can't find end of the entity", BadFormatting),
-    ("message to edit not found", MessageGone),
-    ("message to delete not found", MessageGone),
-    ("message can't be edited", MessageGone),
-    ("message can't be deleted", MessageGone),
-    ("query is too old", MessageGone),
-    ("message is too long", TooLong),
-    ("message_too_long", TooLong),
-    ("caption is too long", TooLong),
+# Fragments of Bot API error descriptions, lower-cased, → the bridge's error
+# (matched by `adapters.errors.classify`; anything else is a plain PlatformError).
+_BAD_REQUESTS: errors.Rules = (
+    *errors.rules(NotModified, "message is not modified"),
+    *errors.rules(BadFormatting, "can't parse entities", "can't find end of the entity"),
+    *errors.rules(
+        MessageGone,
+        "message to edit not found",
+        "message to delete not found",
+        "message can't be edited",
+        "message can't be deleted",
+        "query is too old",
+    ),
+    *errors.rules(TooLong, "message is too long", "message_too_long", "caption is too long"),
 )
 
 
@@ -207,17 +208,13 @@ def platform_errors() -> Iterator[None]:
 
 
 def retry_seconds(exc: RetryAfter) -> float:
-    # PTB 22 gives an int unless PTB_TIMEDELTA is set (then a timedelta).
-    value: Any = exc.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+    """The wait a 429 names: PTB 22 gives an int unless PTB_TIMEDELTA is set (then a
+    timedelta); `adapters.errors` reads either."""
+    return errors.retry_after_seconds(exc.retry_after)
 
 
 def _bad_request(description: str) -> PlatformError:
-    lowered = description.lower()
-    for fragment, error in _BAD_REQUESTS:
-        if fragment in lowered:
-            return error(description)
-    return PlatformError(description)
+    return errors.error(errors.classify(description, _BAD_REQUESTS), description)
 
 
 def _parse_mode(markup: Markup) -> str | None:

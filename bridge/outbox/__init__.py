@@ -40,6 +40,7 @@ answer never waits behind a busy bridge's reactions); both share the global rate
 - Time comes only from the injected `clock` and `sleep`, so tests run on fake time.
 """
 
-from bridge.outbox.delivery import Outbox, OutboxStats
+from bridge.outbox.delivery import Outbox
+from bridge.outbox.stats import OutboxStats
 
 __all__ = ["Outbox", "OutboxStats"]

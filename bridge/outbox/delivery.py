@@ -1,7 +1,9 @@
-"""The `Outbox`: submit, the per-chat workers, and what each platform failure leads to.
+"""The `Outbox`: submit, the per-chat workers, and how a failure's outcome is applied.
 
 See the package docstring for the rules; `lanes`, `slots` and `pacing` hold the
-queue, the slot map and the time arithmetic.
+queue, the slot map and the time arithmetic, `coalesce` the merging of queued ops,
+`calls` the adapter call of each op, `recovery` what each platform failure leads
+to, `stats` the counters.
 """
 
 from __future__ import annotations
@@ -10,30 +12,26 @@ import logging
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import anyio
 
 from bridge.model import (
     AnswerPress,
-    BadFormatting,
     Delete,
     Edit,
     MessageGone,
-    NotModified,
     PlatformError,
     RateLimited,
     React,
-    Send,
-    TooLong,
-    TransientError,
-    Upload,
 )
+from bridge.outbox.calls import call
+from bridge.outbox.coalesce import absorb, catch_up
 from bridge.outbox.lanes import Entry, Lane, kind_of, slot_of
-from bridge.outbox.pacing import Budget, backoff, interval
+from bridge.outbox.pacing import Budget, interval
+from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover
 from bridge.outbox.slots import SlotMap
-from bridge.render.textbits import clip
+from bridge.outbox.stats import OutboxStats
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -51,27 +49,6 @@ log = logging.getLogger("bridge.outbox")
 EDIT_MARGIN = 0.05
 # How often a chat holding only routine edits looks for a spare edit again.
 SPARE_POLL = 0.25
-
-
-@dataclass(slots=True)
-class OutboxStats:
-    """Counters for metrics and tests.
-
-    `calls` counts platform calls by adapter method (failed ones included);
-    `retries` every call repeated or replaced after a failure; `coalesced` ops merged
-    into or cancelled against a queued op; `deferred` times a routine edit let the
-    chat's other ops go first for want of spare edit budget; `dropped` ops never
-    carried out, of which `failures` were given up after an error.
-    """
-
-    calls: Counter[str] = field(default_factory=Counter)
-    retries: int = 0
-    rate_limited: int = 0
-    rate_limited_calls: Counter[str] = field(default_factory=Counter)  # 429s by method
-    coalesced: int = 0
-    deferred: int = 0
-    dropped: int = 0
-    failures: int = 0
 
 
 class Outbox:
@@ -130,7 +107,11 @@ class Outbox:
                 if isinstance(op, React)
                 else self._lane(chat)
             )
-            if not self._absorbed(lane, entry):
+            merge = absorb(lane, entry)
+            self.stats.coalesced += merge.coalesced
+            for removed in merge.removed:
+                self._settle(removed)
+            if not merge.absorbed:
                 lane.queue.append(entry)
                 self._outstanding[key] += 1
             self._start(lane)
@@ -210,50 +191,6 @@ class Outbox:
             slots = self._slots[key] = SlotMap()
         return slots
 
-    def _absorbed(self, lane: Lane, entry: Entry) -> bool:
-        """Merge `entry` into the queue instead of appending it, where that is safe."""
-        op = entry.op
-        if isinstance(op, Edit):
-            return self._absorb_edit(lane, entry.key, op)
-        if isinstance(op, Delete):
-            return self._absorb_delete(lane, entry.key, op)
-        return False
-
-    def _absorb_edit(self, lane: Lane, key: str, edit: Edit) -> bool:
-        prior = lane.last_for(key, edit.slot)
-        merged = _with_content(prior.op, edit) if prior is not None else None
-        if prior is None or merged is None:
-            return False
-        prior.renew(merged)
-        self.stats.coalesced += 1
-        return True
-
-    def _catch_up(self, lane: Lane, entry: Entry) -> None:
-        """Before retrying `entry`, take in the newer Edit of its slot that queued behind
-        it while it was in flight, so the retry carries the newest content."""
-        later = lane.next_for(entry)
-        if later is None or not isinstance(later.op, Edit):
-            return
-        merged = _with_content(entry.op, later.op)
-        if merged is not None:
-            entry.renew(merged)
-            self._discard(lane, later)
-
-    def _absorb_delete(self, lane: Lane, key: str, delete: Delete) -> bool:
-        while (prior := lane.last_for(key, delete.slot)) is not None:
-            if isinstance(prior.op, Delete):
-                break
-            self._discard(lane, prior)  # an Edit nobody would see, or a Send never made
-            if isinstance(prior.op, Send | Upload):
-                self.stats.coalesced += 1  # the Delete itself: nothing is left to delete
-                return True
-        return False
-
-    def _discard(self, lane: Lane, entry: Entry) -> None:
-        lane.queue.remove(entry)
-        self.stats.coalesced += 1
-        self._settle(entry)
-
     def _settle(self, entry: Entry) -> None:
         """`entry` has left its queue for good: wake `flush`."""
         self._outstanding[entry.key] -= 1
@@ -329,7 +266,7 @@ class Outbox:
         if not isinstance(op, Edit | Delete) or self._slot_map(head.key).get(op.slot) is not None:
             return True
         if isinstance(op, Edit):
-            head.op = _as_send(op)
+            head.op = as_send(op)
             return True
         self._drop_head(lane, None)
         return False
@@ -355,12 +292,16 @@ class Outbox:
                 # lands, so no delay of this one can squeeze the next into its window
                 # (20 a minute in a Telegram group).
                 lane.next_call_at = self._clock() + interval(self._limits.chat_rate_in(entry.chat))
-        if isinstance(outcome, _Retry):
+        if isinstance(outcome, Retry):
             self.stats.retries += 1
             entry.op = outcome.op  # stays at the head, so newer edits can merge into it
-            self._catch_up(lane, entry)
+            entry.clipped = entry.clipped or outcome.clipped
+            entry.transient_tries += outcome.transient
+            if (later := catch_up(lane, entry)) is not None:
+                self.stats.coalesced += 1
+                self._settle(later)
             lane.hold_until = self._clock() + outcome.after
-        elif isinstance(outcome, _GiveUp):
+        elif isinstance(outcome, GiveUp):
             self._drop_head(lane, outcome.error)
         else:
             lane.queue.popleft()
@@ -386,114 +327,29 @@ class Outbox:
         _log_drop(lane, entry, error)
         self._settle(entry)
 
-    async def _attempt(self, entry: Entry) -> _Outcome:
+    async def _attempt(self, entry: Entry) -> Outcome:
+        self.stats.calls[kind_of(entry.op)] += 1
         try:
-            await self._call(entry)
-        except RateLimited as exc:
-            self.stats.rate_limited += 1
-            self.stats.rate_limited_calls[kind_of(entry.op)] += 1
-            return _Retry(entry.op, exc.retry_after)
+            await call(self._adapter, entry, self._slot_map, self._clock)
         except PlatformError as exc:
             return self._recover(entry, exc)
         except Exception as exc:  # a bug in the adapter: drop the op, keep serving
-            return _GiveUp(exc)
+            return GiveUp(exc)
         return None
 
-    async def _call(self, entry: Entry) -> None:
-        """One platform call for `entry`, keeping the slot map in step."""
-        op, adapter = entry.op, self._adapter
-        self.stats.calls[kind_of(op)] += 1
-        if isinstance(op, AnswerPress):
-            await adapter.answer_press(op.press_id, op.text, alert=op.alert)
-            return
-        if isinstance(op, React):
-            await adapter.react(entry.chat, op.message_id, op.state)
-            return
-        slots = self._slot_map(entry.key)  # only ops on messages: a press makes no map
-        if isinstance(op, Send):
-            ref = await adapter.send(
-                entry.chat,
-                op.text,
-                markup=op.markup,
-                buttons=op.buttons,
-                force_reply=op.force_reply,
-                silent=op.silent,
-            )
-            slots.bind(op.slot, ref, self._clock())
-        elif isinstance(op, Upload):
-            ref = await adapter.upload(entry.chat, op.filename, op.data, caption=op.caption)
-            slots.bind(op.slot, ref, self._clock())
-        elif (placed := slots.get(op.slot)) is None:
-            raise MessageGone(f"slot {op.slot!r} has no message")  # `_prepare` prevents this
-        elif isinstance(op, Edit):
-            try:
-                await adapter.edit(placed.ref, op.text, markup=op.markup, buttons=op.buttons)
-            finally:
-                # The platform times the edit somewhere between our call and its answer;
-                # counting the interval from the answer keeps the next edit far enough
-                # behind it whatever the network or our event loop delayed (a refused
-                # edit counts too). bench/telegram_load.py drew 429s counting from the call.
-                placed.written_at = self._clock()
-        else:
-            await adapter.delete(placed.ref)
-            slots.forget(op.slot)
-
-    def _recover(self, entry: Entry, exc: PlatformError) -> _Outcome:
-        """What to do after `exc`: None (counts as delivered), a retry, or give up."""
-        op = entry.op
-        if isinstance(exc, NotModified) and isinstance(op, Edit):
-            return None
-        if isinstance(exc, MessageGone) and isinstance(op, Edit | Delete):
+    def _recover(self, entry: Entry, exc: PlatformError) -> Outcome:
+        """Note what `exc` tells of the platform, then apply `recover`'s policy."""
+        op, adopted = entry.op, False
+        if isinstance(exc, RateLimited):
+            self.stats.rate_limited += 1
+            self.stats.rate_limited_calls[kind_of(op)] += 1
+        elif isinstance(exc, MessageGone) and isinstance(op, Edit | Delete):
             slots = self._slot_map(entry.key)
             placed = slots.get(op.slot)
             slots.forget(op.slot)
-            if isinstance(op, Delete) or (placed is not None and placed.adopted):
-                return None
-            return _Retry(_as_send(op))
-        if isinstance(exc, BadFormatting) and isinstance(op, Send | Edit) and op.markup != "plain":
-            return _Retry(replace(op, text=op.plain or op.text, plain="", markup="plain"))
-        if isinstance(exc, TooLong) and not entry.clipped and (short := self._clip(op)):
-            entry.clipped = True
-            return _Retry(short)
-        if isinstance(exc, TransientError) and entry.transient_tries < self._max_retries:
-            entry.transient_tries += 1
-            return _Retry(op, backoff(entry.transient_tries))
-        return _GiveUp(exc)
-
-    def _clip(self, op: Op) -> Op | None:
-        """`op` cut to the platform's length limit, as plain text; None if not textual."""
-        if isinstance(op, Send | Edit):
-            text = clip(op.plain or op.text, self._limits.max_text)
-            return replace(op, text=text, plain="", markup="plain")
-        if isinstance(op, Upload) and op.caption:
-            return replace(op, caption=clip(op.caption, self._limits.max_caption))
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class _Retry:
-    op: Op  # possibly changed: plain text, clipped, a Send in place of an Edit
-    after: float = 0.0  # seconds the chat holds before retrying
-
-
-@dataclass(frozen=True, slots=True)
-class _GiveUp:
-    error: Exception
-
-
-_Outcome = _Retry | _GiveUp | None  # None: delivered (or nothing left to do)
-
-
-def _with_content(op: Op, edit: Edit) -> Op | None:
-    """A queued Edit or Send of `edit`'s slot, carrying `edit`'s text and buttons
-    instead (a Send keeps its notification and reply settings); None for other ops.
-    Merged edits are routine only if both were: a wanted change must not wait."""
-    if isinstance(op, Edit):
-        return edit if op.routine or not edit.routine else replace(edit, routine=False)
-    if isinstance(op, Send):
-        text, plain, markup, buttons = edit.text, edit.plain, edit.markup, edit.buttons
-        return replace(op, text=text, plain=plain, markup=markup, buttons=buttons)
-    return None
+            adopted = placed is not None and placed.adopted
+        tried = Tried(adopted, entry.clipped, entry.transient_tries)
+        return recover(op, exc, tried, limits=self._limits, max_retries=self._max_retries)
 
 
 def _rested(lane: Lane, now: float) -> bool:
@@ -503,10 +359,6 @@ def _rested(lane: Lane, now: float) -> bool:
 
 def _routine(op: Op) -> bool:
     return isinstance(op, Edit) and op.routine
-
-
-def _as_send(edit: Edit) -> Send:
-    return Send(edit.slot, edit.text, plain=edit.plain, markup=edit.markup, buttons=edit.buttons)
 
 
 def _log_drop(lane: Lane, entry: Entry, error: Exception | None) -> None:

@@ -1,0 +1,82 @@
+"""Merging a new op into the queued ops of its slot, where nobody could tell the difference.
+
+A newer Edit replaces the queued Edit of its slot or is folded into its queued Send;
+a Delete cancels the queued Edits of its slot and, with a queued Send, the Send and
+itself. Only entries not in flight are touched (`Lane.last_for`). These functions
+change the lane; the outbox counts what they report and settles removed entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from bridge.model import Delete, Edit, Send, Upload
+
+if TYPE_CHECKING:
+    from bridge.model import Op
+    from bridge.outbox.lanes import Entry, Lane
+
+
+@dataclass(slots=True)
+class Merge:
+    """What submitting an entry did to its lane."""
+
+    absorbed: bool = False  # the new op needs no place in the queue of its own
+    removed: list[Entry] = field(default_factory=list)  # queued entries it cancelled
+
+    @property
+    def coalesced(self) -> int:
+        """Ops merged or cancelled, as `OutboxStats.coalesced` counts them."""
+        return len(self.removed) + self.absorbed
+
+
+def absorb(lane: Lane, entry: Entry) -> Merge:
+    """Merge `entry` into `lane`'s queue instead of appending it, where that is safe."""
+    op = entry.op
+    if isinstance(op, Edit):
+        prior = lane.last_for(entry.key, op.slot)
+        merged = with_content(prior.op, op) if prior is not None else None
+        if prior is None or merged is None:
+            return Merge()
+        prior.renew(merged)
+        return Merge(absorbed=True)
+    if isinstance(op, Delete):
+        merge = Merge()
+        while (prior := lane.last_for(entry.key, op.slot)) is not None:
+            if isinstance(prior.op, Delete):
+                break
+            lane.queue.remove(prior)  # an Edit nobody would see, or a Send never made
+            merge.removed.append(prior)
+            if isinstance(prior.op, Send | Upload):
+                merge.absorbed = True  # the Delete itself: nothing is left to delete
+                break
+        return merge
+    return Merge()
+
+
+def catch_up(lane: Lane, entry: Entry) -> Entry | None:
+    """Before retrying `entry`, take in the newer Edit of its slot that queued behind
+    it while it was in flight, so the retry carries the newest content. Returns the
+    Edit taken in, now removed from the queue."""
+    later = lane.next_for(entry)
+    if later is None or not isinstance(later.op, Edit):
+        return None
+    merged = with_content(entry.op, later.op)
+    if merged is None:
+        return None
+    entry.renew(merged)
+    lane.queue.remove(later)
+    return later
+
+
+def with_content(op: Op, edit: Edit) -> Op | None:
+    """A queued Edit or Send of `edit`'s slot, carrying `edit`'s text and buttons
+    instead (a Send keeps its notification and reply settings); None for other ops.
+    Merged edits are routine only if both were: a wanted change must not wait."""
+    if isinstance(op, Edit):
+        return edit if op.routine or not edit.routine else replace(edit, routine=False)
+    if isinstance(op, Send):
+        text, plain, markup, buttons = edit.text, edit.plain, edit.markup, edit.buttons
+        return replace(op, text=text, plain=plain, markup=markup, buttons=buttons)
+    return None
