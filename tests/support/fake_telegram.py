@@ -63,7 +63,7 @@ _JSON = {
 REACTION_EMOJI = frozenset("👍👎❤🔥🎉🤔😢🙏👌👀🤝✍🆒💯⚡🏆")
 _COMMAND = re.compile(r"/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?")
 _MENTION = re.compile(r"(?<!\w)@[A-Za-z0-9_]{3,}")
-_RESERVED = set(".!-=+#{}>")  # must be escaped in MarkdownV2 outside code
+_RESERVED = set("_*[]()~`>#+-=|{}.!")  # must be escaped in MarkdownV2 outside code
 
 
 class ApiError(Exception):
@@ -630,43 +630,82 @@ def _shown(params: dict[str, Any]) -> str:
 
 
 def _unmark_v2(raw: str) -> str:
-    """MarkdownV2 → visible text; raises "can't parse entities" like Telegram."""
+    """MarkdownV2 → visible text; raises "can't parse entities" like Telegram.
+
+    Strict as the Bot API documents it: outside code every one of `_*[]()~`>#+-=|{}.!`
+    is either escaped or a marker of a well-formed entity (*bold*, _italic_,
+    __underline__, ~strike~, ||spoiler||, [text](url), `code`, ```pre```, > at a
+    line's start); an entity left open is an error, as is a lone `|` or a `]`, `(` or
+    `)` outside a link.
+    """
     out: list[str] = []
-    code = ""  # "", "`" or "```"
+    open_: list[str] = []  # the entities open, innermost last
     i = 0
     while i < len(raw):
         char = raw[i]
         if char == "\\" and i + 1 < len(raw):
             out.append(raw[i + 1])
             i += 2
-            continue
-        if raw.startswith("```", i):
-            if not code:  # the info string (language) is not shown
-                end = raw.find("\n", i)
-                i = end + 1 if end != -1 else len(raw)
-                code = "```"
-                continue
-            code = ""
-            i += 3
-            continue
-        if not code and raw.startswith("](", i):  # a link's URL is not shown
+        elif raw.startswith("```", i):
+            i = _code_end(raw, _line_end(raw, i + 3), "```", out)
+        elif char == "`":
+            i = _code_end(raw, i + 1, "`", out)
+        elif char in "*~" or raw.startswith(("__", "||"), i) or char == "_":
+            marker = raw[i : i + 2] if raw.startswith(("__", "||"), i) else char
+            _toggle(open_, marker)
+            i += len(marker)
+        elif char == "[":
+            open_.append("[")
+            i += 1
+        elif char == "]" and open_ and open_[-1] == "[" and raw.startswith("](", i):
+            open_.pop()
             i = _link_end(raw, i + 2)
-            continue
-        if char == "`" and code != "```":
-            code = "" if code else "`"
-        elif code:
-            out.append(char)
-        elif char in _RESERVED and not (char == ">" and (i == 0 or raw[i - 1] == "\n")):
+        elif char == ">" and (i == 0 or raw[i - 1] == "\n"):
+            i += 1  # a quote
+        elif char in _RESERVED:
             raise bad_request(
                 f"can't parse entities: Character '{char}' is reserved and must be escaped "
                 "with the preceding '\\'"
             )
-        elif char not in "*_~|[]()>":  # markers (a ">" here starts a quote)
+        else:
             out.append(char)
-        i += 1
-    if code:
-        raise bad_request("can't parse entities: can't find end of the entity")
+            i += 1
+    if open_:
+        raise bad_request(f"can't parse entities: can't find end of the entity {open_[-1]!r}")
     return "".join(out)
+
+
+def _toggle(open_: list[str], marker: str) -> None:
+    """Close `marker`'s entity if it is the innermost one open, else open it."""
+    if open_ and open_[-1] == marker:
+        open_.pop()
+    elif marker in open_:  # closing an outer entity across an inner one
+        raise bad_request(f"can't parse entities: can't find end of the entity {open_[-1]!r}")
+    else:
+        open_.append(marker)
+
+
+def _line_end(raw: str, i: int) -> int:
+    """After a pre block's opening fence: skip its info string (the language)."""
+    end = raw.find("\n", i)
+    return end + 1 if end != -1 else len(raw)
+
+
+def _code_end(raw: str, i: int, fence: str, out: list[str]) -> int:
+    """Copy code from `i` to its closing `fence` into `out`; the index after the fence.
+    Inside code only backquote and backslash are escaped."""
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw):
+            out.append(raw[i + 1])
+            i += 2
+        elif raw.startswith(fence, i):
+            return i + len(fence)
+        elif raw[i] == "`":
+            raise bad_request("can't parse entities: can't find end of the entity '`'")
+        else:
+            out.append(raw[i])
+            i += 1
+    raise bad_request(f"can't parse entities: can't find end of the entity {fence!r}")
 
 
 def _link_end(raw: str, i: int) -> int:
