@@ -4,7 +4,7 @@ The converters read updates as the Bot API and Slack document them. A payload th
 breaks those shapes (a field missing or of another type: a platform change, a proxy
 in between, a forged webhook request) is not for the bridge: the converter answers
 None, as for any update it does not take, and the log says what was wrong, instead
-of an exception escaping into the update loop. The fuzz suite (tests/test_fuzz_*.py)
+of an exception escaping into the update loop. The fuzz suite (tests/**/test_fuzz.py)
 drives the converters with such payloads.
 """
 

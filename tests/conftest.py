@@ -59,7 +59,7 @@ def agent_home(tmp_path: Path, fake_llm: FakeLLM) -> AgentHome:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """How many examples the fuzz suite ran, per target (tests/test_fuzz_*.py)."""
+    """How many examples the fuzz suite ran, per target (the test_fuzz.py modules)."""
     counts: Counter[str] = Counter(
         getattr(sys.modules.get("tests.support.fuzzing"), "EXAMPLES", {})
     )

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -22,9 +21,11 @@ from tests.support.agents import extension_path
 from tests.support.bridge_harness import CHAT, KEY, OWNER, STRANGER, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.journeys import STEERED, UNSTEERED, requests_with, script_steerable_run
+from tests.support.paths import EXTENSIONS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     from bridge.options import BridgeOptions
     from bridge.rpc import AgentClient
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 
-TIMED_GATE = Path(__file__).parent / "support" / "extensions" / "timed-gate.ts"
+TIMED_GATE = EXTENSIONS / "timed-gate.ts"
 
 
 SUMMARY = "The user asked to remember KIWI and the agent noted it; nothing else is pending."

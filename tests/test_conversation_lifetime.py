@@ -15,7 +15,6 @@ import contextlib
 import os
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -26,10 +25,12 @@ from bridge.service import Bridge
 from bridge.store import open_store
 from tests.support.bridge_harness import LIMITS, OWNER, STRANGER, WAIT, options
 from tests.support.fake_llm import Reply, ToolCall
+from tests.support.paths import SUPPORT
 from tests.support.recording_adapter import RecordingAdapter
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
+    from pathlib import Path
 
     from bridge.options import BridgeOptions
     from tests.support.agents import AgentHome
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.anyio
 
-STANDIN = Path(__file__).parent / "support" / "export_standin.py"
+STANDIN = SUPPORT / "export_standin.py"
 IDLE = 60.0
 MANY = 40
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,6 +26,10 @@ from bridge.router import (
     route,
     urgent,
 )
+from tests.support.paths import TRANSCRIPTS
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 IDLE = View()
 BUSY = View(busy=True)
@@ -227,7 +231,7 @@ def test_the_gate_drops_own_messages_and_refuses_strangers(
 
 
 def _transcript_inputs() -> list[Path]:
-    root = Path(__file__).resolve().parents[2] / "shared" / "protocol" / "transcripts"
+    root = TRANSCRIPTS
     return sorted(root.glob("*/d*_steer_*.stdin.jsonl")) + sorted(
         root.glob("*/e1_follow_up.stdin.jsonl")
     )

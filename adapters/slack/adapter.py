@@ -304,7 +304,7 @@ class SlackAdapter:
         timeout = aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT)
         try:
             # A redirect is followed without the token when it leaves the origin
-            # (aiohttp drops Authorization then; tests/test_slack_adapter.py checks it).
+            # (aiohttp drops Authorization then; tests/adapters/slack/test_adapter.py checks it).
             async with (
                 aiohttp.ClientSession(timeout=timeout) as session,
                 session.get(url, headers=headers) as response,

@@ -58,7 +58,7 @@ def modal(form: Form, origin: Inbound) -> Json | None:
     return {
         "type": "modal",
         "callback_id": CALLBACK_ID,
-        "title": _plain(_clip(form.title, TITLE_MAX) or "Your answer"),
+        "title": _plain(clip(form.title.strip(), TITLE_MAX) or "Your answer"),
         "submit": _plain("Send"),
         "close": _plain("Cancel"),
         "private_metadata": metadata,
@@ -76,11 +76,11 @@ def _input(form: Form) -> Json:
     if form.prefill:
         element["initial_value"] = form.prefill[:VALUE_MAX]
     if form.placeholder:
-        element["placeholder"] = _plain(_clip(form.placeholder, PLACEHOLDER_MAX))
+        element["placeholder"] = _plain(clip(form.placeholder.strip(), PLACEHOLDER_MAX))
     return {
         "type": "input",
         "block_id": BLOCK_ID,
-        "label": _plain(_clip(form.title, LABEL_MAX) or "Your answer"),
+        "label": _plain(clip(form.title.strip(), LABEL_MAX) or "Your answer"),
         "element": element,
     }
 
@@ -123,7 +123,3 @@ def from_submission(body: Mapping[str, Any]) -> Converted | None:
 
 def _plain(text: str) -> Json:
     return {"type": "plain_text", "text": text, "emoji": True}
-
-
-def _clip(text: str, limit: int) -> str:
-    return clip(text.strip(), limit)

@@ -35,8 +35,13 @@ class SlackSettings:
     def __post_init__(self) -> None:
         if not self.bot_token:
             raise ValueError("SLACK_BOT_TOKEN is required")
+        # The one check of the transport's secret (the configuration reports it as a
+        # problem line; code that builds settings itself gets the same refusal).
         if not self.app_token and not self.signing_secret:
-            raise ValueError("set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP)")
+            raise ValueError(
+                "SLACK_APP_TOKEN / SLACK_SIGNING_SECRET (environment): set one: "
+                "the app token for Socket Mode, or the signing secret for HTTP mode"
+            )
 
     @property
     def socket_mode(self) -> bool:

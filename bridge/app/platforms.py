@@ -61,12 +61,6 @@ def slack_settings(section: SlackSection | None, problems: list[str]) -> SlackSe
     if not section.bot_token:
         problems.append("SLACK_BOT_TOKEN (environment): not set, but Slack is configured")
         return None
-    if not section.app_token and not section.signing_secret:
-        problems.append(
-            "SLACK_APP_TOKEN / SLACK_SIGNING_SECRET (environment): set one: "
-            "the app token for Socket Mode, or the signing secret for HTTP mode"
-        )
-        return None
     return settings_from(SlackSettings, section, problems, "slack", frozenset())
 
 

@@ -1,6 +1,6 @@
 """The `Store` contract every backend fulfils, and the ordering rules it promises.
 
-Invariants shared by the sqlite and redis backends (tests/test_store.py runs one suite
+Invariants shared by the sqlite and redis backends (tests/store/test_store.py runs one suite
 against both):
 
 - `put_*` overwrite: a conversation by its key, a dialog button by its token.

@@ -1,6 +1,6 @@
 """What the fuzz suites share: one settings object, JSON strategies, mutation, a counter.
 
-The suites (tests/test_fuzz_*.py) build inputs shaped like what each boundary
+The suites (tests/**/test_fuzz.py) build inputs shaped like what each boundary
 receives, then `mutated` breaks them the way a broken or hostile peer would:
 fields dropped, replaced by JSON of another type, extra fields added; `swaps`
 makes every single such mistake in a sample, one after another. `deep_json` nests
@@ -12,7 +12,7 @@ in UTF-16, combining marks, NUL).
 checkout run the same examples, so a red build is a regression in the code, never
 a roll of the dice nor a failure one machine remembers and replays. The price: a
 run breaks no new ground; a longer hunt does, on purpose:
-`PI_BRIDGE_FUZZ_EXAMPLES=20000 pytest tests/test_fuzz_*.py`.
+`PI_BRIDGE_FUZZ_EXAMPLES=20000 pytest tests/rpc/test_fuzz.py tests/adapters`.
 Every test body counts itself in `EXAMPLES`; tests/conftest.py prints the counts
 at the end of the run.
 """

@@ -12,15 +12,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests.support.fake_llm import Reply, ToolCall
+from tests.support.paths import EXTENSIONS
 
 if TYPE_CHECKING:
     from tests.support.fake_llm import FakeLLM
 
-ASK_ANSWER = Path(__file__).parent / "extensions" / "ask-answer.ts"
+ASK_ANSWER = EXTENSIONS / "ask-answer.ts"
 STEERED = "Switched to purple as you asked."
 UNSTEERED = "Done without steering."
 

@@ -9,7 +9,7 @@ mention and command entities at their UTF-16 offsets; photos, documents, replies
 from people, other bots, the bot itself, or anonymous admins) and must also read
 the same after python-telegram-bot's round trip (`Update.de_json(...).to_dict()`),
 which is what the runner hands the converter. Then the same updates, and the
-real-shaped updates of tests/test_telegram_convert.py, get their fields dropped,
+real-shaped updates of tests/adapters/telegram/test_convert.py, get their fields dropped,
 replaced by JSON of another type, or joined by extra fields.
 """
 
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from telegram import Update
 
 from adapters.telegram.convert import Incoming, Me, conversation_key, convert
+from tests.adapters.telegram.test_convert import CASES
 from tests.support.fuzzing import FUZZ, TEXT, assert_well_typed, mutated, ran, swaps
-from tests.test_telegram_convert import CASES
 
 ME = Me(id=123456, username="pi_test_bot")
 EVERYONE = Me(id=123456, username="pi_test_bot", group_trigger="all")

@@ -53,17 +53,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 LIMITS = PlatformLimits(
     max_text=12_000, max_button_data=2_000, edit_interval=0.2, chat_rate=100.0, global_rate=1000.0
 )
-PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 WAIT = 30.0
 BOB = "U0BOB"  # allowed in, but neither the thread's starter nor an approver
 CAROL = "U0CAROL"  # in the user group LEADS, which approves
 LEADS = "S0LEADS"
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in PROXY_VARS:  # slack_sdk ignores NO_PROXY (PITFALLS.md)
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(params=["socket", "http"])

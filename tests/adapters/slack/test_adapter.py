@@ -57,15 +57,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.anyio
 
 THREAD = ChatRef(CHANNEL, "1700000000.000001")
-PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 EVE = "U0EVE"  # not an allowed user
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    # slack_sdk reads the proxy variables and ignores NO_PROXY (PITFALLS.md).
-    for name in PROXY_VARS:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -21,9 +20,11 @@ from bridge.controls import MAX_EXPORT_BYTES
 from tests.support.agents import AGENT_VERSIONS
 from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.fake_llm import Reply
+from tests.support.paths import SUPPORT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from bridge.options import BridgeOptions
     from tests.support.agents import AgentHome
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.anyio
 
-STANDIN = Path(__file__).parent / "support" / "export_standin.py"
+STANDIN = SUPPORT / "export_standin.py"
 SECRET = "BRIDGE-ONLY-SECRET-4711"
 REFUSED = "not a file in this conversation's session; not sent"
 TOO_BIG = "larger than"

@@ -13,7 +13,6 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -50,15 +49,16 @@ from bridge.rpc.signals import AgentGone, DialogExpired, OrphanResponse, RunEnde
 from bridge.rpc.state import PendingDialog, Phase, RunChange, RunState
 from bridge.rpc.ui import DIALOG_METHODS, SelectRequest
 from bridge.textsplit import split_text
+from tests.support.paths import TRANSCRIPTS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
     from bridge.render.tools import Verbosity
     from bridge.rpc.client import AgentEvent
     from bridge.rpc.profile import Profile
 
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "protocol" / "transcripts"
 PROFILES: dict[str, Profile] = {"v0731": PI, "e0871": EARENDIL, "atomic": ATOMIC, "o0132": LEGACY}
 LIMITS = PlatformLimits()
 FINAL_STATUS = ("✅ done", "⚠️ failed", "⏹ stopped", "⚠️ interrupted")

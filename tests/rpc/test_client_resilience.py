@@ -1,6 +1,6 @@
 """The client keeps going through everything a broken agent can write.
 
-Driven against `tests/standin_agent.py`, a real process that writes malformed,
+Driven against `tests/support/standin_agent.py`, a real process that writes malformed,
 oversized, unknown and split records on purpose; the real agents never do, so
 this is the only way to see these paths run end to end.
 """
@@ -8,7 +8,7 @@ this is the only way to see these paths run end to end.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -29,11 +29,15 @@ from bridge.rpc import (
 from bridge.rpc.commands import ClearQueue
 from bridge.rpc.events import MessageUpdate
 from bridge.rpc.profile import PI
-from tests.agent_session import Recorder
+from tests.support.agent_session import Recorder
+from tests.support.paths import SUPPORT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.anyio
 
-STANDIN = Path(__file__).with_name("standin_agent.py")
+STANDIN = SUPPORT / "standin_agent.py"
 CAP = 64 * 1024
 
 

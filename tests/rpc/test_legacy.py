@@ -15,10 +15,10 @@ from bridge.rpc.commands import GetState
 from bridge.rpc.content import ImageContent
 from bridge.rpc.events import QueueUpdate
 from bridge.rpc.profile import LEGACY
-from tests.agent_session import running, spec_for
+from tests.rpc.test_client import PNG
+from tests.support.agent_session import running, spec_for
 from tests.support.agents import LEGACY_VERSION
 from tests.support.fake_llm import Reply
-from tests.test_agent_client import PNG
 
 if TYPE_CHECKING:
     from pathlib import Path

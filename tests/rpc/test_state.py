@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,9 +22,11 @@ from bridge.rpc.framing import OversizedRecord
 from bridge.rpc.profile import ATOMIC, EARENDIL, LEGACY, PI, Profile
 from bridge.rpc.state import Phase, RunChange, RunState
 from bridge.rpc.ui import OtherUIRequest
+from tests.support.paths import TRANSCRIPTS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 STARTED, ENDED = RunChange.STARTED, RunChange.ENDED
 IDLE, STARTING, RUNNING = Phase.IDLE, Phase.STARTING, Phase.RUNNING
@@ -537,7 +538,6 @@ def test_a_retry_attempt_is_counted_and_reset() -> None:
 
 # --- whole recordings ---------------------------------------------------------------------
 
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "protocol" / "transcripts"
 PROFILES = {"v0731": PI, "e0871": EARENDIL, "atomic": ATOMIC, "o0132": LEGACY}
 SETTLE_GRACE = 0.5  # what the client waits after an error's agent_end (client.py)
 EXTENSION_COMMANDS = {"probe"}  # what get_commands lists with source "extension"

@@ -9,7 +9,6 @@ lists them by mistake.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from bridge.rpc.commands import Outgoing
 from bridge.rpc.env import BASE_ALLOWLIST, SecretInAgentEnv, agent_environment, is_bridge_secret
 from bridge.rpc.profile import ATOMIC, EARENDIL, LEGACY, LEGACY_COMMANDS, PI, Profile, classify
+from tests.support.paths import TRANSCRIPTS
 
 # The bridge's own secrets and settings (docs/design.md, "Configuration").
 BRIDGE_SECRETS = {
@@ -193,9 +193,6 @@ def test_classify_tells_the_profiles_apart(
     state: dict[str, Any], knows_new_commands: bool, expected: Profile
 ) -> None:
     assert classify(state, knows_new_commands) is expected
-
-
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "protocol" / "transcripts"
 
 
 def recorded_state(folder: str) -> dict[str, Any]:

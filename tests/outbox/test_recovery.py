@@ -1,6 +1,6 @@
 """The outbox's pure pieces, table-driven: what each platform failure leads to
 (`bridge.outbox.recovery.recover`) and how a new op merges into its lane's queue
-(`bridge.outbox.coalesce`). tests/test_outbox.py checks the same through a running
+(`bridge.outbox.coalesce`). tests/outbox/test_outbox.py checks the same through a running
 outbox on fake time.
 """
 

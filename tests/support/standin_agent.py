@@ -1,6 +1,6 @@
 """A tiny stand-in agent that speaks the pi RPC protocol badly on purpose.
 
-Run as a process (`python tests/standin_agent.py`), it answers like pi 0.73.1
+Run as a process (`python tests/support/standin_agent.py`), it answers like pi 0.73.1
 (`get_state`, id-less "Unknown command" errors, a `parse` error for bad JSON) and
 on `prompt` writes what a real agent never should: a non-JSON line, a record
 larger than the client's cap, a JSON array, an unknown event type, a known event

@@ -31,7 +31,7 @@ from bridge.rpc.events import (
 )
 from bridge.rpc.profile import EARENDIL, PI
 from bridge.rpc.ui import SelectRequest
-from tests.agent_session import running, spec_for
+from tests.support.agent_session import running, spec_for
 from tests.support.agents import extension_path
 from tests.support.fake_llm import Reply, ToolCall
 

@@ -14,8 +14,7 @@ import json
 import random
 import re
 import zlib
-from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import pytest
 from pydantic import ValidationError
@@ -25,9 +24,11 @@ from bridge.rpc.decode import MalformedRecord, decode_record
 from bridge.rpc.events import KNOWN_TYPES, UnknownEvent
 from bridge.rpc.framing import LineSplitter, OversizedRecord
 from bridge.rpc.ui import OtherUIRequest
+from tests.support.paths import PROTOCOL, TRANSCRIPTS
 
-PROTOCOL = Path(__file__).resolve().parents[2] / "shared" / "protocol"
-TRANSCRIPTS = PROTOCOL / "transcripts"
+if TYPE_CHECKING:
+    from pathlib import Path
+
 FOLDERS = ("atomic", "e0871", "o0132", "v0731")
 
 if not TRANSCRIPTS.is_dir():

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -22,8 +21,11 @@ import yaml
 from bridge.app.cli import EXIT_CONFIG
 from bridge.app.config import LimitsSection
 from tests.support.agents import DEFAULT_VERSION
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+if TYPE_CHECKING:
+    from pathlib import Path
+
 DEPLOY = REPO / "deploy"
 DRAIN = LimitsSection().drain_timeout
 

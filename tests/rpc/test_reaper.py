@@ -27,6 +27,7 @@ from bridge.rpc.process import spawn
 from bridge.rpc.reaper import children, parent_of
 from tests.support.agents import AGENT_VERSIONS
 from tests.support.loopback import until
+from tests.support.paths import REPO
 
 if TYPE_CHECKING:
     from anyio.abc import Process
@@ -38,7 +39,6 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the keeper is L
 TOOL = "sleep 30; echo late"
 STARTED = 30.0  # a cold agent start and its first command on a loaded 2-core machine
 GONE = 5.0  # the keeper kills leftovers at once; SIGTERM escalates after 2 s
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(

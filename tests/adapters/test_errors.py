@@ -2,7 +2,7 @@
 `adapters.errors`, then each adapter's table through its own SDK's exceptions.
 
 Everything here is pure: SDK exceptions are built by hand, no server is involved
-(tests/test_telegram_adapter.py and tests/test_slack_adapter.py go over the wire).
+(tests/adapters/telegram/test_adapter.py and tests/adapters/slack/test_adapter.py go over the wire).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def slack_error(
     error: str | None, status: int = 200, *, headers: dict[str, Any] | None = None
 ) -> SlackApiError:
     """Slack's answer as slack_sdk raises it; no `error`: a body without one (an HTML
-    page in front of Slack is covered over the wire in tests/test_slack_adapter.py)."""
+    page in front of Slack is covered over the wire in tests/adapters/slack/test_adapter.py)."""
     data = {"ok": False, "error": error} if error is not None else {}
     response = AsyncSlackResponse(
         client=None,

@@ -10,7 +10,7 @@ payloads are built like Slack's own: Events API envelopes with `app_mention` and
 itself, text with mentions, links and entities), `block_actions` presses on the
 bridge's buttons and others', `view_submission`s of the bridge's modal (its
 metadata written by `forms.modal` itself) and `/pi` commands. Then those, and the
-fixtures of tests/test_slack_convert.py, get their fields dropped, swapped for
+fixtures of tests/adapters/slack/test_convert.py, get their fields dropped, swapped for
 JSON of another type, or joined by extra fields; every body goes to every
 converter, as a misrouted one would.
 """
@@ -36,15 +36,7 @@ from adapters.slack.convert import (
 from adapters.slack.forms import ACTION_ID, BLOCK_ID, CALLBACK_ID, from_submission, modal
 from adapters.slack.slash import SlashTask, as_inbound, from_command, root_text
 from bridge.model import ButtonPress, ChatRef, Form, Inbound, MessageRef, Sender
-from tests.support.fuzzing import (
-    FUZZ,
-    TEXT,
-    assert_well_typed,
-    mutated,
-    ran,
-    swaps,
-)
-from tests.test_slack_convert import (
+from tests.adapters.slack.test_convert import (
     ACTION,
     DELETED,
     DM,
@@ -58,6 +50,14 @@ from tests.test_slack_convert import (
     PHOTO,
     THREAD_REPLY,
     envelope,
+)
+from tests.support.fuzzing import (
+    FUZZ,
+    TEXT,
+    assert_well_typed,
+    mutated,
+    ran,
+    swaps,
 )
 
 ME = Identity(team_id="T1", user_id="UBOT", bot_id="BBOT")

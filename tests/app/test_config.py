@@ -21,6 +21,7 @@ from bridge.app.config import ConfigError, load_config
 from bridge.app.schema import TELEGRAM_ONLY, SlackSection, TelegramSection
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
 from bridge.options import safe_name
+from tests.support.paths import REPO
 
 if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from bridge.app.config import Loaded
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "deploy" / "pi-bridge.example.toml"
+EXAMPLE = REPO / "deploy" / "pi-bridge.example.toml"
 BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/someone"}
 
 
