@@ -153,6 +153,8 @@ async def rig(
             agent=AgentOptions(argv=argv, env={"PATH": os.environ.get("PATH", "")}),
             allowed_users=None,
             max_agents=max_agents,
+            # One sender stands for many people here: no per-person cap on live agents.
+            max_per_user=max_agents,
             drain_timeout=5.0,
             inbox_size=1024,
         )

@@ -121,6 +121,8 @@ async def run_case(case: Case, within: float) -> Case:
             agent=AgentOptions(argv=argv, env={"PATH": os.environ.get("PATH", "")}),
             allowed_users=frozenset({ALICE}),
             max_agents=case.threads + 4,
+            # Every thread is Alice's: no per-person cap on live agents, as for 50 people.
+            max_per_user=case.threads + 4,
             drain_timeout=5.0,
             inbox_size=1024,
         )
