@@ -126,17 +126,20 @@ async def _console(
     from bridge.service import Bridge
 
     adapter = ConsoleAdapter()
-    async with Bridge(adapter, store, _for_platform(options, "console")) as bridge:
-        handler = metrics.counting("console", bridge)
-        async with anyio.create_task_group() as tg:
+    try:
+        async with Bridge(adapter, store, _for_platform(options, "console")) as bridge:
+            handler = metrics.counting("console", bridge)
+            async with anyio.create_task_group() as tg:
 
-            async def read_then_stop() -> None:
-                await _chat(handler, adapter, stdin)
-                stopping.set()  # end of input: leave like on a signal
+                async def read_then_stop() -> None:
+                    await _chat(handler, adapter, stdin)
+                    stopping.set()  # end of input: leave like on a signal
 
-            tg.start_soon(read_then_stop)
-            await stopping.wait()
-            tg.cancel_scope.cancel()
+                tg.start_soon(read_then_stop)
+                await stopping.wait()
+                tg.cancel_scope.cancel()
+    finally:
+        adapter.close()  # what is still live goes to the scrollback, even after a crash
 
 
 async def _chat(handler: Counted, adapter: ConsoleAdapter, source: TextIO) -> None:
