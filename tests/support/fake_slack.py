@@ -13,7 +13,9 @@ it arrived (`Call.at`). `views.open` checks the modal's shape and its trigger_id
 submits one as Slack's `view_submission`. `slash()` sends a slash command; what
 an ack carried (a command's private answer) is kept in `acked_with`. Reactions are kept per message
 (`reactions`), refusing doubles as Slack does. `usergroups` holds user groups'
-members for `usergroups.users.list`.
+members for `usergroups.users.list`. The native streaming methods (chat.startStream,
+chat.appendStream, chat.stopStream, assistant.threads.setStatus) come from
+`StreamingMethods` (fake_slack_streams.py); a streamed message is in `messages` too.
 
 With `events_url` set (the app's Request URL), the same deliveries go as Slack's
 HTTP mode sends them instead: events as JSON, interactivity as a form field
@@ -28,8 +30,8 @@ call in `limited` as well as `calls`: `chat.update` of a message less than 1 s
 after its last accepted update, `chat.update` beyond the workspace's Tier 3 budget
 (a bucket of 20 refilled at 60 a minute: "50+ per minute, sporadic bursts
 welcome"), and `chat.postMessage` beyond a per-channel token bucket of 3 (burst)
-refilled at 1/s ("1 message per second per channel, short bursts allowed"). Other
-methods' tiers are not modelled.
+refilled at 1/s ("1 message per second per channel, short bursts allowed"), and the
+streaming methods' tiers (fake_slack_streams.py). Other methods' tiers are not modelled.
 
 Tests must clear the proxy variables: slack_sdk ignores NO_PROXY (PITFALLS.md).
 """
@@ -49,6 +51,11 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import WSMsgType, web
 
+# Posted and check_message are re-exported: tests import them from here.
+from tests.support.fake_slack_messages import Posted as Posted
+from tests.support.fake_slack_messages import blocks_of, button_value, view_ok
+from tests.support.fake_slack_messages import check_message as check_message
+from tests.support.fake_slack_streams import STREAM_TIERS, StreamingMethods
 from tests.support.loopback import serve_on_loopback, until
 
 if TYPE_CHECKING:
@@ -98,27 +105,6 @@ class Call:
 
 
 @dataclass
-class Posted:
-    channel: str
-    ts: str
-    text: str
-    blocks: list[Json]
-    thread_ts: str | None = None
-    deleted: bool = False
-
-    @property
-    def visible(self) -> str:
-        """The text a reader sees: markdown blocks and sections (not the fallback)."""
-        parts = []
-        for block in self.blocks:
-            text = block.get("text")
-            parts.append(text.get("text", "") if isinstance(text, dict) else str(text or ""))
-            for element in block.get("elements", []):
-                parts.append(f"[{(element.get('text') or {}).get('text', '')}]")
-        return "\n".join(parts) if self.blocks else self.text
-
-
-@dataclass
 class Failure:
     error: str
     status: int = 200
@@ -128,7 +114,7 @@ class Failure:
 
 
 @dataclass
-class FakeSlack:
+class FakeSlack(StreamingMethods):
     bot_token: str = "xoxb-fake"
     app_token: str = "xapp-fake"
     calls: list[Call] = field(default_factory=list)
@@ -325,7 +311,7 @@ class FakeSlack:
     async def press(self, message_ts: str, action_id: str, *, user: str = ALICE) -> Json:
         """A press on a button of the bot's message `message_ts`."""
         message = self.messages[message_ts]
-        value = _button_value(message.blocks, action_id)
+        value = button_value(message.blocks, action_id)
         action_ts = self.new_ts()
         self.triggers[f"trigger-{action_ts}"] = time.monotonic()
         payload = {
@@ -539,6 +525,9 @@ class FakeSlack:
         expected = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != expected:
             return web.json_response({"ok": False, "error": "invalid_auth"})
+        refusal = self._streaming_refusal(method)
+        if refusal is not None:
+            return refusal
         wait = self._rate_limit(call) if self.enforce_limits else 0.0
         if wait > 0:
             self.limited.append(call)
@@ -557,6 +546,8 @@ class FakeSlack:
 
     def _rate_limit(self, call: Call) -> float:
         """Seconds until `call` would be allowed (0: allowed, and counted)."""
+        if call.method in STREAM_TIERS:
+            return self._stream_wait(call.method)
         if call.method == "chat.update":
             ts = str(call.args.get("ts"))
             wait = self._updated_at.get(ts, -math.inf) + UPDATE_INTERVAL - call.at
@@ -625,8 +616,9 @@ class FakeSlack:
             return {"error": error}
         ts = self.new_ts()
         channel, thread = str(args["channel"]), args.get("thread_ts") or None
-        blocks = _blocks(args)
+        blocks = blocks_of(args)
         self.messages[ts] = Posted(channel, ts, str(args.get("text") or ""), blocks, thread)
+        self._clear_status(channel, thread)
         return {"channel": channel, "ts": ts, "message": {"ts": ts, "text": args.get("text")}}
 
     def _m_chat_update(self, args: Json) -> Json:
@@ -636,7 +628,7 @@ class FakeSlack:
         error = check_message(args)
         if error:
             return {"error": error}
-        posted.text, posted.blocks = str(args.get("text") or ""), _blocks(args)
+        posted.text, posted.blocks = str(args.get("text") or ""), blocks_of(args)
         return {"channel": posted.channel, "ts": posted.ts}
 
     def _m_chat_delete(self, args: Json) -> Json:
@@ -673,7 +665,7 @@ class FakeSlack:
             return {"error": "expired_trigger_id"}
         view = args.get("view")
         view = json.loads(view) if isinstance(view, str) else view
-        if not isinstance(view, dict) or not _view_ok(view):
+        if not isinstance(view, dict) or not view_ok(view):
             return {"error": "invalid_arguments"}
         view_id = f"V{next(self._serial)}"
         self.views[view_id] = {**view, "id": view_id}
@@ -717,98 +709,3 @@ async def _arguments(request: web.Request) -> Json:
     elif request.can_read_body:
         args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
     return args
-
-
-def _blocks(args: Json) -> list[Json]:
-    blocks = args.get("blocks") or []
-    return list(json.loads(blocks) if isinstance(blocks, str) else blocks)
-
-
-def check_message(args: Json) -> str:
-    """Slack's answer to a message over its limits ("" when it is fine)."""
-    if len(str(args.get("text") or "")) > 40_000:
-        return "msg_too_long"
-    blocks = _blocks(args)
-    if not blocks and not args.get("text"):
-        return "no_text"
-    return "" if _blocks_ok(blocks) else "invalid_blocks"
-
-
-def _blocks_ok(blocks: list[Json]) -> bool:
-    if len(blocks) > 50:
-        return False
-    markdown = sum(len(b.get("text", "")) for b in blocks if b.get("type") == "markdown")
-    action_ids = [e.get("action_id") for b in blocks for e in b.get("elements", [])]
-    if markdown > 12_000 or len(action_ids) != len(set(action_ids)):
-        return False
-    return all(_block_ok(b) for b in blocks)
-
-
-def _block_ok(block: Json) -> bool:
-    kind = block.get("type")
-    if kind == "markdown":
-        return bool(block.get("text"))
-    if kind == "section":
-        text = block.get("text") or {}
-        return (
-            text.get("type") in ("plain_text", "mrkdwn") and 0 < len(text.get("text", "")) <= 3000
-        )
-    if kind == "actions":
-        elements = block.get("elements") or []
-        return 0 < len(elements) <= 25 and all(_button_ok(e) for e in elements)
-    return kind in ("context", "divider", "header", "rich_text")
-
-
-def _button_ok(element: Json) -> bool:
-    label = (element.get("text") or {}).get("text", "")
-    return (
-        element.get("type") == "button"
-        and 0 < len(label) <= 75
-        and 0 < len(element.get("action_id", "")) <= 255
-        and len(element.get("value", "")) <= 2000
-    )
-
-
-def _view_ok(view: Json) -> bool:
-    """A modal as `views.open` accepts it (api.slack.com/reference/surfaces/views)."""
-    labels = [view.get("title")] + [view[k] for k in ("submit", "close") if k in view]
-    inputs = [b for b in view.get("blocks") or [] if b.get("type") == "input"]
-    return (
-        view.get("type") == "modal"
-        and 0 < len(str(view.get("callback_id") or "")) <= 255
-        and all(_plain_ok(label, 24) for label in labels)
-        and len(str(view.get("private_metadata") or "")) <= 3000
-        and 0 < len(view.get("blocks") or []) <= 100
-        and bool(inputs)
-        and all(_input_ok(b) for b in inputs)
-    )
-
-
-def _plain_ok(text: Any, limit: int) -> bool:
-    return (
-        isinstance(text, dict)
-        and text.get("type") == "plain_text"
-        and 0 < len(str(text.get("text") or "")) <= limit
-    )
-
-
-def _input_ok(block: Json) -> bool:
-    element = block.get("element") or {}
-    limit = int(element.get("max_length") or 3000)
-    placeholder = element.get("placeholder")
-    return (
-        _plain_ok(block.get("label"), 2000)
-        and element.get("type") == "plain_text_input"
-        and 0 < len(str(element.get("action_id") or "")) <= 255
-        and limit <= 3000
-        and len(str(element.get("initial_value") or "")) <= limit
-        and (placeholder is None or _plain_ok(placeholder, 150))
-    )
-
-
-def _button_value(blocks: list[Json], action_id: str) -> str:
-    for block in blocks:
-        for element in block.get("elements", []):
-            if element.get("action_id") == action_id:
-                return str(element.get("value", ""))
-    raise KeyError(action_id)

@@ -10,6 +10,9 @@ getUpdates has the real semantics: updates stay until a later call's `offset`
 passes them (that is the confirmation), and a call with `timeout` waits that long
 for a new update. With `enforce_limits`, an edit of one private-chat message
 within 1 s of the last, or a 21st message in a group within a minute, gets a 429.
+sendMessageDraft shows a draft in a private chat (`drafts`, `draft_texts`, `shown_draft()`):
+it lives 30 s after its last update or until the bot sends the chat a real message;
+`refuse_drafts` makes it answer as for a bot or chat without drafts.
 `fail()` makes the next call(s) of a method fail with a chosen error. The bot's
 reactions are kept per message (`reactions`); chats in `reactions_off` refuse them. Once
 setWebhook is called, `push()` POSTs the queued updates to the webhook instead.
@@ -49,8 +52,22 @@ WAIT = 10.0
 # 0.2 s), not the scheduling jitter of a client that waits exactly the interval.
 EDIT_INTERVAL = 1.0
 JITTER = 0.05
+# sendMessageDraft (core.telegram.org/bots/api#sendmessagedraft): "a temporary 30-second
+# preview". Telegram documents no rate limit for drafts; with `enforce_limits` the fake
+# allows a burst of 5 per chat refilled at 4 a second, so a bot updating a draft every
+# ~0.25 s never hears 429 but one updating it per token does.
+DRAFT_LIFE = 30.0
+DRAFT_BURST = 5.0
+DRAFT_RATE = 4.0
+# Telegram documents no error texts for drafts. Bots streaming into groups report
+# "Bad Request: TEXTDRAFT_PEER_INVALID" (PITFALLS.md; github.com/nullclaw/nullclaw/issues/626),
+# and bots got the same before drafts were opened to every bot (PTB 22.7: "Now all bots
+# can use this method"; github.com/yagop/node-telegram-bot-api/issues/1279). The
+# draft_id text is the fake's own.
+DRAFT_PEER_INVALID = "TEXTDRAFT_PEER_INVALID"
+DRAFT_ID_INVALID = "draft_id must be a non-zero integer"
 
-_INTS = {"chat_id", "message_id", "offset", "limit", "timeout", "message_thread_id"}
+_INTS = {"chat_id", "message_id", "offset", "limit", "timeout", "message_thread_id", "draft_id"}
 _JSON = {
     "reply_markup",
     "commands",
@@ -133,6 +150,17 @@ class Message:
         return out
 
 
+@dataclass
+class Draft:
+    """The draft a private chat shows while the bot streams (sendMessageDraft)."""
+
+    draft_id: int
+    text: str  # as the user sees it (MarkdownV2 markers and escapes removed)
+    at: float  # the fake's clock at its last update
+    thread_id: int | None = None
+    dismissed: bool = False  # a real message from the bot took its place
+
+
 class FakeTelegram:
     def __init__(
         self,
@@ -168,6 +196,11 @@ class FakeTelegram:
         self.commands: list[dict[str, str]] = []
         self.reactions: dict[tuple[int, int], list[str]] = {}  # (chat, message) → the bot's
         self.reactions_off: set[int] = set()  # chats that allow no reactions
+        self.drafts: dict[int, Draft] = {}  # chat → its latest draft (shown or not)
+        self.draft_texts: dict[int, list[str]] = {}  # chat → every draft text, in order
+        self.draft_life = DRAFT_LIFE
+        self.refuse_drafts: bool | set[int] = False  # True: every chat; a set: those chats
+        self._draft_buckets: dict[int, tuple[float, float]] = {}  # chat → (tokens, at)
         self._failures: dict[str, list[ApiError]] = {}
         self._queries: set[str] = set()
         self._ids: dict[int, itertools.count[int]] = {}
@@ -307,6 +340,13 @@ class FakeTelegram:
             if m.sender is BOT_USER and not m.deleted and chat_id in (None, m.chat_id)
         ]
 
+    def shown_draft(self, chat_id: int) -> Draft | None:
+        """The draft the chat shows now: none once it is 30 s old or was dismissed."""
+        draft = self.drafts.get(chat_id)
+        if draft is None or draft.dismissed or self.clock() - draft.at >= self.draft_life:
+            return None
+        return draft
+
     def find(self, contains: str, chat_id: int | None = None) -> Message | None:
         return next((m for m in reversed(self.bot_messages(chat_id)) if contains in m.text), None)
 
@@ -426,7 +466,22 @@ class FakeTelegram:
             params.get("message_thread_id"),
         )
         self.messages[(chat_id, message.message_id)] = message
+        self._dismiss_draft(chat_id)
         return message.json()
+
+    async def _m_sendMessageDraft(self, params: dict[str, Any]) -> Any:
+        chat_id, draft_id = int(params["chat_id"]), params.get("draft_id")
+        refused = self.refuse_drafts
+        if chat_id <= 0 or refused is True or (isinstance(refused, set) and chat_id in refused):
+            raise bad_request(DRAFT_PEER_INVALID)  # drafts are for private chats only
+        if not isinstance(draft_id, int) or draft_id == 0:
+            raise bad_request(DRAFT_ID_INVALID)
+        text = _shown(params, empty_ok=True)  # empty: the "Thinking…" placeholder
+        self._pace_draft(chat_id)
+        thread = params.get("message_thread_id")
+        self.drafts[chat_id] = Draft(draft_id, text, self.clock(), thread)
+        self.draft_texts.setdefault(chat_id, []).append(text)
+        return True
 
     async def _m_editMessageText(self, params: dict[str, Any]) -> Any:
         message = self._existing(params, "edit")
@@ -492,6 +547,7 @@ class FakeTelegram:
             filename=document.filename,
         )
         self.messages[(chat_id, message.message_id)] = message
+        self._dismiss_draft(chat_id)
         return message.json()
 
     async def _m_getFile(self, params: dict[str, Any]) -> Any:
@@ -564,6 +620,22 @@ class FakeTelegram:
         message.edited_at.append(now)
         self._pace_group(message.chat_id)
 
+    def _pace_draft(self, chat_id: int) -> None:
+        if not self.enforce_limits:
+            return
+        now = self.clock()
+        tokens, then = self._draft_buckets.get(chat_id, (DRAFT_BURST, now))
+        tokens = min(DRAFT_BURST, tokens + (now - then) * DRAFT_RATE)
+        if tokens < 1:
+            self._draft_buckets[chat_id] = (tokens, now)
+            raise _too_many(math.ceil((1 - tokens) / DRAFT_RATE))
+        self._draft_buckets[chat_id] = (tokens - 1, now)
+
+    def _dismiss_draft(self, chat_id: int) -> None:
+        """A real message from the bot removes the chat's draft (a draft is a preview)."""
+        if chat_id in self.drafts:
+            self.drafts[chat_id].dismissed = True
+
     def _pace_group(self, chat_id: int) -> None:
         if chat_id > 0:
             return
@@ -616,13 +688,13 @@ def _check_markup(markup: dict[str, Any] | None) -> dict[str, Any] | None:
     return markup or None
 
 
-def _shown(params: dict[str, Any]) -> str:
+def _shown(params: dict[str, Any], *, empty_ok: bool = False) -> str:
     """The text a user would see, after the parse-mode checks Telegram makes."""
     raw = str(params.get("text", ""))
     text = raw
     if params.get("parse_mode") == "MarkdownV2":
         text = _unmark_v2(raw)
-    if not text.strip():
+    if not text.strip() and not empty_ok:
         raise bad_request("message text is empty")
     if len(text.encode("utf-16-le")) // 2 > MAX_TEXT:
         raise bad_request("message is too long")
