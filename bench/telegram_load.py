@@ -11,16 +11,22 @@ each one to a stamps file shared by all agents).
 
 Every chat is a private chat (positive id) that sends one prompt at the same moment;
 each agent streams `--deltas` markers at `--rate` per second, enough text for several
-Telegram messages. Measured:
+Telegram messages. The same load runs once per streaming path (`--paths draft,edit`,
+both by default, one after the other): drafts (`sendMessageDraft`, then the message)
+and edits of a sent message; the ratios of the two close the output. Measured per path:
 
 - 429s the fake answered (the goal is none) and the outbox's own count of them;
 - platform calls by Bot API method;
 - delay from a delta's write by the agent (its `time.monotonic()`; on Linux the
   system-wide CLOCK_MONOTONIC, so comparable with the fake's clock) to the arrival at
-  the fake of the first sendMessage/editMessageText that succeeded with that marker in
-  its text: p50, p99 and max over all deltas of all chats;
+  the fake of the first sendMessage/editMessageText/sendMessageDraft that succeeded
+  with that marker in its text: p50, p99 and max over all deltas of all chats;
 - how many answers split cleanly: the chat's messages, in order, show every marker
-  exactly once (no marker cut in two or lost at a cut).
+  exactly once (no marker cut in two or lost at a cut);
+- calls that carried answer text, per chat, and the time from the agent's last delta
+  to the arrival of the message (not a draft) that shows the whole answer.
+
+A draft counts as visible: it is on the user's screen, above the input field.
 
 Run from the repository root: `.venv/bin/python bench/telegram_load.py [--chats 50]
 [--deltas 2000] [--rate 100] [--json] [--calls-log FILE]` (`--calls-log` writes every
@@ -149,6 +155,9 @@ class Figures:
     unseen: int = 0  # deltas never found in any successful call
     clean_splits: int = 0  # chats whose final messages show every marker once, in order
     answer_messages: int = 0  # chat messages holding answer text, all chats
+    answer_calls: int = 0  # successful sends, edits and drafts that carried answer text
+    final_delays: list[float] = field(default_factory=list)  # last delta → whole answer sent
+    streaming: str = "draft"
 
     def summary(self) -> dict[str, Any]:
         delays = sorted(self.delays)
@@ -172,6 +181,10 @@ class Figures:
             "delay_p50_s": round(percentile(delays, 50), 3),
             "delay_p99_s": round(percentile(delays, 99), 3),
             "delay_max_s": round(delays[-1], 3) if delays else math.nan,
+            "streaming": self.streaming,
+            "answer_calls_per_chat": round(self.answer_calls / max(self.chats, 1), 1),
+            "final_p50_s": round(percentile(sorted(self.final_delays), 50), 3),
+            "final_max_s": round(max(self.final_delays, default=math.nan), 3),
             "bench_process_cpu_s": round(self.cpu, 2),
             "loop_lag_p99_s": round(percentile(sorted(self.lags), 99), 3),
             "loop_lag_max_s": round(max(self.lags, default=math.nan), 3),
@@ -185,7 +198,9 @@ def percentile(ordered: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-async def run_bench(chats: int, deltas: int, rate: float, calls_log: Path | None = None) -> Figures:
+async def run_bench(
+    chats: int, deltas: int, rate: float, streaming: str, calls_log: Path | None = None
+) -> Figures:
     import anyio
 
     from adapters.telegram.runner import serve
@@ -193,7 +208,7 @@ async def run_bench(chats: int, deltas: int, rate: float, calls_log: Path | None
     from bridge.options import AgentOptions, BridgeOptions
     from tests.support.fake_telegram import TOKEN
 
-    figures = Figures(chats, deltas, rate)
+    figures = Figures(chats, deltas, rate, streaming=streaming)
     with tempfile.TemporaryDirectory(prefix="telegram-load-") as tmp, FakeThread() as fake:
         data_dir = Path(tmp)
         stamps = data_dir / "stamps.txt"
@@ -208,7 +223,11 @@ async def run_bench(chats: int, deltas: int, rate: float, calls_log: Path | None
         )
         base_url, file_url = await fake.call(lambda f: (f.base_url, f.base_file_url))
         settings = TelegramSettings(
-            token=TOKEN, base_url=base_url, base_file_url=file_url, poll_timeout=1
+            token=TOKEN,
+            base_url=base_url,
+            base_file_url=file_url,
+            poll_timeout=1,
+            streaming="draft" if streaming == "draft" else "edit",
         )
         bridges: list[Bridge] = []
         stop = anyio.Event()
@@ -314,13 +333,20 @@ def _collect(fake: FakeTelegram, figures: Figures, emits: dict[str, list[float]]
             figures.too_many += 1
             figures.too_many_by_method[method] += 1
     seen: dict[int, dict[int, float]] = {}  # chat → marker → first arrival with it
+    complete: dict[int, float] = {}  # chat → arrival of the message call with its end line
     for call in fake.calls:
-        if call.ok and call.method in ("sendMessage", "editMessageText"):
-            first = seen.setdefault(int(call.params["chat_id"]), {})
+        if call.ok and call.method in ("sendMessage", "editMessageText", "sendMessageDraft"):
+            chat_id, text = int(call.params["chat_id"]), str(call.params.get("text", ""))
+            first = seen.setdefault(chat_id, {})
             # The MarkdownV2 sent: a marker holds no reserved character, so it reads
             # as the user sees it (`clean_splits` checks that on the shown text).
-            for match in MARK.finditer(str(call.params.get("text", ""))):
-                first.setdefault(int(match.group(1)), call.at)
+            marks = MARK.findall(text)
+            for mark in marks:
+                first.setdefault(int(mark), call.at)
+            figures.answer_calls += bool(marks)
+            n = chat_id - FIRST_CHAT
+            if call.method != "sendMessageDraft" and _end_line(n) in text:
+                complete.setdefault(chat_id, call.at)  # a message, not a preview
     for n in range(figures.chats):
         written = emits.get(f"c{n}", [])
         shown = seen.get(FIRST_CHAT + n, {})
@@ -330,6 +356,8 @@ def _collect(fake: FakeTelegram, figures: Figures, emits: dict[str, list[float]]
                 figures.delays.append(shown[seq] - at)
             else:
                 figures.unseen += 1
+        if written and FIRST_CHAT + n in complete:
+            figures.final_delays.append(complete[FIRST_CHAT + n] - written[-1])
         answer = [m.text for m in fake.bot_messages(FIRST_CHAT + n) if MARK.search(m.text)]
         figures.answer_messages += len(answer)
         # As shown (markup stripped), in message order: each marker once, none cut in two.
@@ -363,6 +391,7 @@ def table(args: argparse.Namespace, figures: Figures) -> str:
     calls = ", ".join(f"{m} {k}" for m, k in s["calls"].items())
     rows = [
         ("command", " ".join(["bench/telegram_load.py", *sys.argv[1:]])),
+        ("answers stream by", "drafts" if s["streaming"] == "draft" else "edits"),
         ("arguments", f"--chats {args.chats} --deltas {args.deltas} --rate {args.rate:g}"),
         (
             "machine",
@@ -384,6 +413,11 @@ def table(args: argparse.Namespace, figures: Figures) -> str:
         ("delta → visible p50", f"{s['delay_p50_s']:.3f} s"),
         ("delta → visible p99", f"{s['delay_p99_s']:.3f} s"),
         ("delta → visible max", f"{s['delay_max_s']:.3f} s"),
+        ("answer calls per chat", f"{s['answer_calls_per_chat']:.1f} (sends, edits, drafts)"),
+        (
+            "last delta → whole answer sent",
+            f"p50 {s['final_p50_s']:.3f} s, max {s['final_max_s']:.3f} s",
+        ),
         ("bench process CPU", f"{s['bench_process_cpu_s']:.1f} s (bridge, PTB, fake thread)"),
         ("event-loop lag p99 / max", f"{s['loop_lag_p99_s']:.3f} s / {s['loop_lag_max_s']:.3f} s"),
     ]
@@ -398,16 +432,45 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="deltas per second per agent")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--calls-log", type=Path, help="write the fake's calls here (JSON lines)")
+    parser.add_argument(
+        "--paths",
+        default="draft,edit",
+        help="streaming paths to measure, one after the other on the same load: draft, edit",
+    )
     args = parser.parse_args(argv)
     import anyio
 
-    figures = anyio.run(run_bench, args.chats, args.deltas, args.rate, args.calls_log)
+    runs = []
+    for path in [p.strip() for p in args.paths.split(",") if p.strip()]:
+        log = args.calls_log.with_suffix(f".{path}.jsonl") if args.calls_log else None
+        runs.append(anyio.run(run_bench, args.chats, args.deltas, args.rate, path, log))
     if args.json:
-        print(json.dumps({"args": vars(args), **figures.summary()}, indent=2, default=str))
+        print(json.dumps({"args": vars(args), "runs": [f.summary() for f in runs]}, default=str))
     else:
-        print(table(args, figures))
-    if figures.too_many:
+        print("\n\n".join(table(args, figures) for figures in runs))
+        if len(runs) == 2:
+            print("\n" + compare(runs[0], runs[1]))
+    if any(figures.too_many for figures in runs):
         raise SystemExit(1)
+
+
+def compare(native: Figures, edit: Figures) -> str:
+    """The first path's figures over the second's, measured in this one run."""
+    a, b = native.summary(), edit.summary()
+    rows = [
+        (f"{a['streaming']}/{b['streaming']}", "ratio"),
+        ("delta → visible p50", _ratio(a["delay_p50_s"], b["delay_p50_s"])),
+        ("delta → visible p99", _ratio(a["delay_p99_s"], b["delay_p99_s"])),
+        ("answer calls per chat", _ratio(a["answer_calls_per_chat"], b["answer_calls_per_chat"])),
+        ("last delta → whole answer sent p50", _ratio(a["final_p50_s"], b["final_p50_s"])),
+        ("429s", f"{a['fake_429s']} / {b['fake_429s']}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def _ratio(x: float, y: float) -> str:
+    return f"{x / y:.2f}" if y else "n/a"
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ Platform failures arrive as the small `PlatformError` tree, never SDK types.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -166,6 +166,10 @@ class Send:
     buttons: Keyboard = ()
     force_reply: bool = False  # Telegram ForceReply: answers to input dialogs
     silent: bool = False  # no notification sound (progress, not results)
+    # The text is still growing (a streamed answer): where the chat shows drafts
+    # (`Drafting`), it is shown as one, and the first op of the slot without `draft`
+    # sends the real message; elsewhere the flag changes nothing.
+    draft: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +185,10 @@ class Edit:
     # limits edits over all chats, it goes only when that budget has a call to spare,
     # so under load the answers' own edits come first.
     routine: bool = False
+    draft: bool = False  # as for `Send`
+    # The slot's text is final as last shown: a draft is sent as the real message;
+    # a message already sent is left alone (no call).
+    seal: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +313,20 @@ class Adapter(Protocol):
     async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None: ...
 
 
+@runtime_checkable
+class Drafting(Protocol):
+    """An adapter that can show a growing text as an ephemeral draft (Telegram's
+    `sendMessageDraft`). The outbox uses it for ops marked `draft` in chats where
+    `drafts_in` says so, and falls back to sending and editing, per chat, once a
+    draft is refused."""
+
+    def drafts_in(self, chat: ChatRef) -> bool: ...
+
+    async def draft(
+        self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
+    ) -> None: ...
+
+
 # --- platform errors ---------------------------------------------------------------------
 
 
@@ -361,40 +383,3 @@ def rows(buttons: Sequence[Button], per_row: int) -> Keyboard:
     """Lay buttons out in rows of at most `per_row`."""
     per_row = max(1, per_row)
     return tuple(tuple(buttons[i : i + per_row]) for i in range(0, len(buttons), per_row))
-
-
-__all__ = [
-    "Adapter",
-    "AnswerPress",
-    "BadFormatting",
-    "BusyPolicy",
-    "Button",
-    "ButtonPress",
-    "ChatRef",
-    "ConversationKey",
-    "ConversationSettings",
-    "Delete",
-    "Edit",
-    "Form",
-    "Formatter",
-    "Image",
-    "Inbound",
-    "Keyboard",
-    "Markup",
-    "MessageGone",
-    "MessageRef",
-    "NotModified",
-    "Op",
-    "PlatformError",
-    "PlatformLimits",
-    "RateLimited",
-    "React",
-    "ReactionState",
-    "Send",
-    "Sender",
-    "TooLong",
-    "TransientError",
-    "Upload",
-    "Verbosity",
-    "rows",
-]

@@ -96,8 +96,27 @@ _BAD_REQUESTS: errors.Rules = (
 class TelegramAdapter:
     """The `Adapter` for one bot; `bot` is initialized and shut down by its owner."""
 
-    def __init__(self, bot: Bot) -> None:
+    def __init__(self, bot: Bot, *, drafts: bool = True) -> None:
         self.bot = bot
+        self._drafts = drafts  # [telegram] streaming = "draft"
+
+    def drafts_in(self, chat: ChatRef) -> bool:
+        """Drafts (`sendMessageDraft`) exist only in private chats, which have positive
+        ids; a group or a forum topic posts and edits."""
+        return self._drafts and not chat.is_group and chat.thread_id is None and _private(chat)
+
+    async def draft(
+        self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
+    ) -> None:
+        """Show `text` as the chat's draft `draft_id` (Bot API `sendMessageDraft`): an
+        ephemeral preview, animated while it grows, that the real message replaces."""
+        with platform_errors():
+            await self.bot.send_message_draft(
+                chat_id=int(chat.chat_id),
+                draft_id=draft_id,
+                text=text,
+                parse_mode=_parse_mode(markup),
+            )
 
     @property
     def limits(self) -> PlatformLimits:
@@ -215,6 +234,13 @@ def retry_seconds(exc: RetryAfter) -> float:
 
 def _bad_request(description: str) -> PlatformError:
     return errors.error(errors.classify(description, _BAD_REQUESTS), description)
+
+
+def _private(chat: ChatRef) -> bool:
+    try:
+        return int(chat.chat_id) > 0
+    except ValueError:
+        return False
 
 
 def _parse_mode(markup: Markup) -> str | None:

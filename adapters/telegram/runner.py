@@ -86,7 +86,7 @@ async def serve(
     await bot.initialize()  # getMe: fails fast on a bad token
     try:
         me = Me(bot.id, bot.username, settings.group_trigger)
-        adapter = TelegramAdapter(bot)
+        adapter = TelegramAdapter(bot, drafts=settings.streaming == "draft")
         if settings.webhook_url:
             await _serve_webhook(settings, bot, me, adapter, bridge_factory, stop)
         else:

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 GroupTrigger = Literal["mention", "all"]
+# "draft": answers stream as drafts in private chats (sendMessageDraft); "edit": by
+# editing a sent message, as everywhere else.
+Streaming = Literal["draft", "edit"]
 
 PUBLIC_API = "https://api.telegram.org/bot"
 PUBLIC_FILES = "https://api.telegram.org/file/bot"
@@ -33,6 +36,7 @@ class TelegramSettings:
     # Where the webhook endpoint listens: usually behind a TLS-terminating proxy.
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 8443
+    streaming: Streaming = "draft"
 
     def __post_init__(self) -> None:
         # The one check for the webhook's secret. Here, not in the configuration or the

@@ -138,7 +138,13 @@ async def _check_telegram(loaded: Loaded) -> str:
     result = body.get("result")
     if not body.get("ok") or not isinstance(result, dict):
         raise RuntimeError(f"getMe refused: {body.get('description', 'no reason given')}")
-    return f"getMe accepted the token (@{result.get('username')})"
+    streaming = (
+        "answers stream as drafts in private chats (sendMessageDraft; by editing in groups "
+        "and topics, and in any chat that refuses a draft)"
+        if settings.streaming == "draft"
+        else 'answers stream by editing a sent message (streaming = "edit")'
+    )
+    return f"getMe accepted the token (@{result.get('username')}); {streaming}"
 
 
 async def _check_slack(loaded: Loaded) -> str:

@@ -19,7 +19,7 @@ from adapters.slack.settings import DEFAULT_API_BASE_URL as SLACK_API
 from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT
 from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
 from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
-from adapters.telegram.settings import GroupTrigger
+from adapters.telegram.settings import GroupTrigger, Streaming
 from bridge.model import BusyPolicy, Verbosity
 from bridge.options import SandboxMode
 from bridge.sandbox import default_mode
@@ -60,6 +60,7 @@ class TelegramSection(_Section):
     webhook_secret: str | None = Field(default=None, repr=False)
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = Field(default=8443, ge=1, le=65535)
+    streaming: Streaming = "draft"  # "edit": never drafts, post and edit as in groups
 
     _urls = field_validator("base_url", "base_file_url")(_http_url)
 

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.model import AnswerPress, Edit, MessageGone, React, Send, Upload
+from bridge.model import (
+    AnswerPress,
+    BadFormatting,
+    Edit,
+    MessageGone,
+    PlatformError,
+    RateLimited,
+    React,
+    Send,
+    TooLong,
+    TransientError,
+    Upload,
+)
+from bridge.outbox.drafts import draft_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from bridge.model import Adapter
+    from bridge.outbox.drafts import Drafts
     from bridge.outbox.lanes import Entry
     from bridge.outbox.slots import SlotMap
 
@@ -19,9 +33,11 @@ async def call(
     entry: Entry,
     slot_map: Callable[[str], SlotMap],
     clock: Callable[[], float],
+    drafts: Drafts,
 ) -> None:
     """Carry out `entry`'s op through `adapter`: a Send or Upload binds its slot to the
-    new message, a Delete forgets it, an Edit stamps when the message was written.
+    new message, a Delete forgets it, an Edit stamps when the message was written; a
+    Send marked `draft` in a chat that takes drafts shows a draft and binds nothing.
     `slot_map` gives a conversation's map, made on first use."""
     op = entry.op
     if isinstance(op, AnswerPress):
@@ -31,6 +47,8 @@ async def call(
         await adapter.react(entry.chat, op.message_id, op.state)
         return
     slots = slot_map(entry.key)  # only ops on messages: a press makes no map
+    if isinstance(op, Send) and op.draft and await _drafted(entry, op, drafts):
+        return
     if isinstance(op, Send):
         ref = await adapter.send(
             entry.chat,
@@ -58,3 +76,21 @@ async def call(
     else:
         await adapter.delete(placed.ref)
         slots.forget(op.slot)
+
+
+async def _drafted(entry: Entry, op: Send, drafts: Drafts) -> bool:
+    """Show `op` as a draft where the chat takes drafts; False to send it instead.
+    A refusal other than a rate limit, an outage, the formatting or the length (which
+    the outbox retries or falls back from as for any call) ends drafts in that chat, and the
+    same op is sent as a message at once: nothing of the text is lost."""
+    adapter = drafts.usable(entry.chat)
+    if adapter is None:
+        return False
+    try:
+        await adapter.draft(entry.chat, draft_id(entry.key, op.slot), op.text, markup=op.markup)
+    except (RateLimited, TransientError, BadFormatting, TooLong):
+        raise
+    except PlatformError as exc:
+        drafts.refuse(entry.chat, exc)
+        return False
+    return True

@@ -73,10 +73,14 @@ def catch_up(lane: Lane, entry: Entry) -> Entry | None:
 def with_content(op: Op, edit: Edit) -> Op | None:
     """A queued Edit or Send of `edit`'s slot, carrying `edit`'s text and buttons
     instead (a Send keeps its notification and reply settings); None for other ops.
-    Merged edits are routine only if both were: a wanted change must not wait."""
+    Merged edits are routine only if both were: a wanted change must not wait. A
+    sealing Edit (the text is final as last shown) seals the queued op instead, which
+    holds that text and has not gone out yet."""
+    if not isinstance(op, Edit | Send):
+        return None
+    if edit.seal:
+        return replace(op, draft=False)
     if isinstance(op, Edit):
         return edit if op.routine or not edit.routine else replace(edit, routine=False)
-    if isinstance(op, Send):
-        text, plain, markup, buttons = edit.text, edit.plain, edit.markup, edit.buttons
-        return replace(op, text=text, plain=plain, markup=markup, buttons=buttons)
-    return None
+    text, plain, markup, buttons = edit.text, edit.plain, edit.markup, edit.buttons
+    return replace(op, text=text, plain=plain, markup=markup, buttons=buttons, draft=edit.draft)

@@ -27,6 +27,7 @@ from bridge.model import (
 )
 from bridge.outbox.calls import call
 from bridge.outbox.coalesce import absorb, catch_up
+from bridge.outbox.drafts import Drafts
 from bridge.outbox.lanes import Entry, Lane, kind_of, slot_of
 from bridge.outbox.pacing import Budget, interval
 from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover
@@ -73,6 +74,7 @@ class Outbox:
         # Apart from press answers: a busy bridge's reactions must not delay a Stop's.
         self._reactions = Lane("reactions", paced=False)
         self._slots: dict[str, SlotMap] = {}
+        self.drafts = Drafts(adapter)
         self._outstanding: Counter[str] = Counter()  # queued or in-flight ops per key
         self._progress: anyio.Event | None = None  # set when any op settles
         self._tg: TaskGroup | None = None
@@ -261,12 +263,20 @@ class Outbox:
 
     def _prepare(self, lane: Lane, head: Entry) -> bool:
         """Resolve ops on slots without a message: an Edit becomes a Send, a Delete is
-        dropped (False). Safe at the head: nothing ahead can still place the slot."""
+        dropped (False); a sealing Edit of a slot with a message needs no call (False).
+        Safe at the head: nothing ahead can still place the slot."""
         op = head.op
-        if not isinstance(op, Edit | Delete) or self._slot_map(head.key).get(op.slot) is not None:
+        if not isinstance(op, Edit | Delete):
+            return True
+        placed = self._slot_map(head.key).get(op.slot) is not None
+        if isinstance(op, Edit) and op.seal and placed:  # the message shows it all already
+            lane.queue.popleft()
+            self._settle(head)
+            return False
+        if placed:
             return True
         if isinstance(op, Edit):
-            head.op = as_send(op)
+            head.op = as_send(op)  # a draft's final text, or a forgotten message's
             return True
         self._drop_head(lane, None)
         return False
@@ -330,7 +340,7 @@ class Outbox:
     async def _attempt(self, entry: Entry) -> Outcome:
         self.stats.calls[kind_of(entry.op)] += 1
         try:
-            await call(self._adapter, entry, self._slot_map, self._clock)
+            await call(self._adapter, entry, self._slot_map, self._clock, self.drafts)
         except PlatformError as exc:
             return self._recover(entry, exc)
         except Exception as exc:  # a bug in the adapter: drop the op, keep serving

@@ -92,4 +92,11 @@ def clipped(op: Op, limits: PlatformLimits) -> Op | None:
 
 def as_send(edit: Edit) -> Send:
     """The Send that posts `edit`'s content as a new message."""
-    return Send(edit.slot, edit.text, plain=edit.plain, markup=edit.markup, buttons=edit.buttons)
+    return Send(
+        edit.slot,
+        edit.text,
+        plain=edit.plain,
+        markup=edit.markup,
+        buttons=edit.buttons,
+        draft=edit.draft and not edit.seal,
+    )

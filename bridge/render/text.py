@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING
 from bridge.render.views import Pacer, Slot
 from bridge.rpc.content import AssistantMessage, TextContent
 
+# A draft the platform shows is forgotten after a while (Telegram: 30 s after its
+# last update); a stalled answer's draft is shown again well inside that.
+DRAFT_REFRESH = 20.0
+
 if TYPE_CHECKING:
     from bridge.model import Op
     from bridge.render.views import Context
@@ -38,6 +42,7 @@ class AssistantText:
         self._last_index = 0
         self._slots: list[Slot] = []
         self._pacer = Pacer(ctx.limits.edit_interval)
+        self._growing = True  # until `finish`: the last chunk is a draft meanwhile
 
     @property
     def text(self) -> str:
@@ -66,12 +71,16 @@ class AssistantText:
         final = text_blocks(message) if message is not None else {}
         if any(text.strip() for text in final.values()):
             self._blocks = final
+        self._growing = False
         return self._render(now)
 
     def flush(self, now: float) -> list[Op]:
-        """Show held-back text once the pace allows."""
+        """Show held-back text once the pace allows; keep a stalled draft up."""
         if self._pacer.dirty and self._pacer.due(now):
             return self._render(now)
+        if self._growing and self._slots and now - self._pacer.last >= DRAFT_REFRESH:
+            self._pacer.sent(now)
+            return self._slots[-1].refresh()
         return []
 
     def _replace(self, blocks: dict[int, str], now: float) -> list[Op]:
@@ -89,8 +98,10 @@ class AssistantText:
         while len(self._slots) < len(views):
             self._slots.append(Slot(f"{self._prefix}:{len(self._slots)}"))
         ops: list[Op] = []
-        for slot, view in zip(self._slots, views, strict=False):
-            ops += slot.show(view)
+        last = len(views) - 1
+        for i, (slot, view) in enumerate(zip(self._slots, views, strict=False)):
+            # Only the last chunk still grows: a chunk with one after it is complete.
+            ops += slot.show(view, draft=self._growing and i == last)
         for slot in self._slots[len(views) :]:
             ops += slot.remove()
         del self._slots[len(views) :]

@@ -40,19 +40,35 @@ class Slot:
     silent: bool = False
     force_reply: bool = False
     shown: View | None = None
+    drafting: bool = False  # the last op left the text growing (`Send.draft`)
 
-    def show(self, view: View, *, routine: bool = False) -> list[Op]:
+    def show(self, view: View, *, routine: bool = False, draft: bool = False) -> list[Op]:
         """The op that makes the message show `view` (none if it already does);
-        `routine` marks an Edit as a refresh that may wait (see `Edit`)."""
+        `routine` marks an Edit as a refresh that may wait (see `Edit`), `draft` a
+        text still growing. The first view without `draft` after drafts seals the
+        slot even when unchanged: a draft must still become a message."""
         if view == self.shown:
-            return []
+            if not self.drafting or draft:
+                return []
+            self.drafting = False
+            return [Edit(self.name, view.text, view.plain, view.markup, view.buttons, seal=True)]
         first = self.shown is None
-        self.shown = view
+        self.shown, self.drafting = view, draft
         if first:
-            return [self._send(view)]
-        return [Edit(self.name, view.text, view.plain, view.markup, view.buttons, routine)]
+            return [self._send(view, draft)]
+        return [
+            Edit(self.name, view.text, view.plain, view.markup, view.buttons, routine, draft=draft)
+        ]
 
-    def _send(self, view: View) -> Send:
+    def refresh(self) -> list[Op]:
+        """The draft shown again unchanged, as a routine Edit: a draft the platform
+        forgets after a while (Telegram: 30 s) stays up while its text stalls."""
+        view = self.shown
+        if view is None or not self.drafting:
+            return []
+        return [Edit(self.name, view.text, view.plain, view.markup, view.buttons, True, draft=True)]
+
+    def _send(self, view: View, draft: bool = False) -> Send:
         return Send(
             self.name,
             view.text,
@@ -61,6 +77,7 @@ class Slot:
             buttons=view.buttons,
             force_reply=self.force_reply,
             silent=self.silent,
+            draft=draft,
         )
 
     def remove(self) -> list[Op]:

@@ -36,7 +36,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from bridge.model import ChatRef, Formatter, Keyboard, Markup, ReactionState
 
-CallKind = Literal["send", "edit", "delete", "upload", "answer_press", "react"]
+CallKind = Literal["send", "edit", "delete", "upload", "answer_press", "react", "draft"]
 SETTLE_STEPS = 20  # cheap yields before the exact (but polling) all-blocked check
 
 
@@ -425,3 +425,29 @@ class RecordingAdapter:
 
 def _in(chat: ChatRef, wanted: ChatRef | str) -> bool:
     return chat.chat_id == wanted if isinstance(wanted, str) else chat == wanted
+
+
+class DraftingAdapter(RecordingAdapter):
+    """A `RecordingAdapter` that also shows drafts (`bridge.model.Drafting`), in the
+    chats of `draft_chats` (all when None); `refuse` makes every draft raise it.
+    `drafts[chat_id]` is each draft shown there, as (draft id, text)."""
+
+    def __init__(
+        self, *args: Any, draft_chats: frozenset[str] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.draft_chats = draft_chats
+        self.refuse: Exception | None = None
+        self.drafts: dict[str, list[tuple[int, str]]] = {}
+
+    def drafts_in(self, chat: ChatRef) -> bool:
+        return self.draft_chats is None or chat.chat_id in self.draft_chats
+
+    async def draft(
+        self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
+    ) -> None:
+        await self._travel()
+        call = Call("draft", chat, None, text, markup, at=self._clock())
+        self._fail_if(call, self.refuse or self._text_error(text, markup))
+        self.drafts.setdefault(chat.chat_id, []).append((draft_id, text))
+        self._record(call)

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from adapters.telegram.runner import serve
-from adapters.telegram.settings import TelegramSettings
+from adapters.telegram.settings import Streaming, TelegramSettings
 from bridge.service import Bridge
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
@@ -53,14 +53,6 @@ PNG_PIXEL = bytes.fromhex(
 )
 
 
-@pytest.fixture
-def opts(agent_home: AgentHome, tmp_path: Path) -> BridgeOptions:
-    from tests.conftest import require_agent
-
-    require_agent(DEFAULT_VERSION)
-    return options(tmp_path / "data", agent_home.argv(DEFAULT_VERSION), agent_home.env())
-
-
 @contextlib.asynccontextmanager
 async def bridge_for(
     adapter: Adapter,
@@ -84,10 +76,13 @@ async def telegram_bot(
     webhook: bool = False,
     store_failures: int = 0,
     lookup_failures: int = 0,
+    streaming: Streaming = "draft",
+    refuse_drafts: bool = False,
 ) -> AsyncIterator[FakeTelegram]:
     """The fake Bot API with the whole bridge polling it (or, with `webhook`, serving
     a webhook on 127.0.0.1 that the fake's `push()` POSTs to), stopped on exit."""
     async with FakeTelegram(enforce_limits=True) as fake:
+        fake.refuse_drafts = refuse_drafts
         hook: dict[str, object] = {}
         if webhook:
             port = free_port()
@@ -101,6 +96,7 @@ async def telegram_bot(
             base_url=fake.base_url,
             base_file_url=fake.base_file_url,
             poll_timeout=1,
+            streaming=streaming,
             **hook,  # type: ignore[arg-type]
         )
         stop = anyio.Event()
@@ -133,7 +129,7 @@ async def test_a_private_prompt_streams_into_an_edited_message_ending_with_the_a
 ) -> None:
     answer = "The answer is forty two, and here is why it matters so much today."
     fake_llm.add("question", Reply(text=answer, delay=0.25))
-    async with telegram_bot(opts) as fake:
+    async with telegram_bot(opts, streaming="edit") as fake:
         fake.message(CHAT, "a question for you")
         message = await fake.bot_message("matters so much today.", CHAT, within=WAIT)
         await fake.bot_message("✅ done", CHAT, within=WAIT)
