@@ -345,7 +345,8 @@ def _collect(fake: FakeTelegram, figures: Figures, emits: dict[str, list[float]]
                 first.setdefault(int(mark), call.at)
             figures.answer_calls += bool(marks)
             n = chat_id - FIRST_CHAT
-            if call.method != "sendMessageDraft" and _end_line(n) in text:
+            # MarkdownV2 escapes the end line's brackets: match it as the user reads it.
+            if call.method != "sendMessageDraft" and _end_line(n) in text.replace("\\", ""):
                 complete.setdefault(chat_id, call.at)  # a message, not a preview
     for n in range(figures.chats):
         written = emits.get(f"c{n}", [])

@@ -47,7 +47,8 @@ async def call(
         await adapter.react(entry.chat, op.message_id, op.state)
         return
     slots = slot_map(entry.key)  # only ops on messages: a press makes no map
-    if isinstance(op, Send) and op.draft and await _drafted(entry, op, drafts):
+    entry.drafted = isinstance(op, Send) and op.draft and await _drafted(entry, op, drafts)
+    if entry.drafted:
         return
     if isinstance(op, Send):
         ref = await adapter.send(

@@ -297,7 +297,10 @@ class Outbox:
             outcome = await self._attempt(entry)
         finally:
             entry.in_flight = False
-            if lane.paced:
+            # A draft is no message in the chat: it does not hold the chat's next
+            # message back (its own pace is the renderer's, one per edit interval), so
+            # the final message follows the last draft at once.
+            if lane.paced and not entry.drafted:
                 # From the answer, as for edits: the platform counts a call when it
                 # lands, so no delay of this one can squeeze the next into its window
                 # (20 a minute in a Telegram group).

@@ -28,6 +28,7 @@ class Entry:
     in_flight: bool = False
     transient_tries: int = 0
     clipped: bool = False
+    drafted: bool = False  # its last call showed a draft, which is no chat message
 
     def renew(self, op: Op) -> None:
         """New content replaces the op: a cut made for the old text no longer applies.

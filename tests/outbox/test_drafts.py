@@ -160,3 +160,16 @@ async def test_a_seal_of_a_message_already_showing_its_text_makes_no_call() -> N
         assert outbox.pending(KEY) == 0
     assert kinds(platform) == ["send"]
     assert outbox.stats.dropped == 0
+
+
+async def test_the_message_follows_its_last_draft_at_once_but_messages_keep_the_chat_rate() -> None:
+    clock = FakeClock()
+    paced = PlatformLimits(chat_rate=1.0, edit_interval=1.0)
+    platform = DraftingAdapter(paced, clock=clock, sleep=clock.sleep)
+    async with serving(platform, clock) as outbox:
+        await deliver(outbox, [Send("a", "I will", draft=True)])
+        await clock.advance(0.2)
+        await deliver(outbox, [Edit("a", "I will", seal=True), Send("b", "next message")])
+    drafted, sent, following = (c.at for c in platform.calls)
+    assert sent - drafted == pytest.approx(0.2, abs=0.01)  # a draft is no chat message
+    assert following - sent >= 1.0  # two messages: one a second, as the chat allows
