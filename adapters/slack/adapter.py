@@ -7,6 +7,10 @@ the press's trigger_id expires in 3 s). slack_sdk errors never leave this
 module: they become the `bridge.model.PlatformError` tree (`map_error`),
 `raise … from exc`. The client is built by the caller (with `base_url` for
 tests); this class only calls it.
+
+A growing answer streams natively (`Streaming`: chat.start/append/stopStream) in DMs
+and in threads whose first writer the runner noted (`recipients.py`: Slack wants the
+reader outside DMs); elsewhere, or with `stream=False`, answers are posted and edited.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters import errors
-from adapters.slack.convert import Identity, parse_press_ref
+from adapters.slack.convert import Identity, is_dm, parse_press_ref
 from adapters.slack.format import fallback_text, format_markdown, message_blocks
 from adapters.slack.forms import modal
+from adapters.slack.recipients import Recipients
 from bridge.model import (
     MAX_ATTACHMENT,
     AttachmentRefused,
@@ -40,6 +45,7 @@ from bridge.model import (
     TooLong,
     TransientError,
 )
+from bridge.outbox.streams import StreamEnded
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -94,6 +100,9 @@ _ERRORS: errors.Rules = (
         "edit_window_closed",
         "thread_not_found",
     ),
+    # chat.appendStream / stopStream on a stream Slack ended (after ~5 min, or its
+    # reader pressed Stop): the message stays, as an ordinary one.
+    *errors.rules(StreamEnded, "message_not_in_streaming_state", "stopped_by_user"),
     *errors.rules(TooLong, "msg_too_long", "msg_blocks_too_long", "too_many_blocks"),
     *errors.rules(BadFormatting, "invalid_blocks", "invalid_blocks_format", "invalid_markdown"),
 )
@@ -138,12 +147,19 @@ class SlackAdapter:
     """Implements `bridge.model.Adapter` for one Slack workspace."""
 
     def __init__(
-        self, client: AsyncWebClient, *, token: str = "", limits: PlatformLimits = LIMITS
+        self,
+        client: AsyncWebClient,
+        *,
+        token: str = "",
+        limits: PlatformLimits = LIMITS,
+        stream: bool = True,
     ) -> None:
         self.client = client
         self._token = token or client.token or ""
         self._limits = limits
         self._forms: OrderedDict[str, Form] = OrderedDict()
+        self.stream = stream  # False: answers are posted and edited, never streamed
+        self.recipients = Recipients()
 
     @property
     def limits(self) -> PlatformLimits:
@@ -210,6 +226,34 @@ class SlackAdapter:
         with translated(markup):
             await self.client.chat_update(
                 channel=ref.chat.chat_id, ts=ref.message_id, text=fallback, blocks=blocks
+            )
+
+    # --- streams (bridge.outbox.streams.Streaming) -----------------------------------------
+
+    def streams_in(self, chat: ChatRef) -> bool:
+        return self.stream and (is_dm(chat.chat_id) or self.recipients.of(chat) is not None)
+
+    async def start_stream(self, chat: ChatRef, markdown: str) -> MessageRef:
+        args: dict[str, Any] = {"channel": chat.chat_id, "markdown_text": markdown or None}
+        if chat.thread_id is not None:
+            args["thread_ts"] = chat.thread_id
+        recipient = self.recipients.of(chat)
+        if recipient is not None and not is_dm(chat.chat_id):
+            args["recipient_team_id"], args["recipient_user_id"] = recipient
+        with translated("formatted"):
+            started = await self.client.chat_startStream(**args)
+        return MessageRef(chat, str(started["ts"]))
+
+    async def append_stream(self, ref: MessageRef, markdown: str) -> None:
+        with translated("formatted"):
+            await self.client.chat_appendStream(
+                channel=ref.chat.chat_id, ts=ref.message_id, markdown_text=markdown
+            )
+
+    async def stop_stream(self, ref: MessageRef, markdown: str) -> None:
+        with translated("formatted"):
+            await self.client.chat_stopStream(
+                channel=ref.chat.chat_id, ts=ref.message_id, markdown_text=markdown or None
             )
 
     async def delete(self, ref: MessageRef) -> None:

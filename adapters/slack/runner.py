@@ -194,6 +194,7 @@ class Intake:
         # Delivery ids under this bot's own name: two apps in one workspace sharing a
         # store must not drop each other's copy of the same event.
         inbound = converted.inbound
+        self.adapter.recipients.note(inbound)  # whom an answer streamed here is for
         scoped = f"{self.me.team_id}:{self.me.user_id}:{inbound.event_id}"
         inbound = dataclasses.replace(inbound, event_id=scoped)
         if not (inbound.from_self or inbound.sender.is_bot):
@@ -349,7 +350,12 @@ async def run_slack(
     wrap its handler, e.g. to count messages); leaving it drains the bridge.
     """
     limits = dataclasses.replace(LIMITS, edit_rate=settings.edits_per_minute / 60)
-    adapter = SlackAdapter(build_client(settings), token=settings.bot_token, limits=limits)
+    adapter = SlackAdapter(
+        build_client(settings),
+        token=settings.bot_token,
+        limits=limits,
+        stream=settings.streaming == "stream",
+    )
 
     async def owns(key: str) -> bool:
         # A thread the bridge answered before a restart is still its conversation.

@@ -9,6 +9,7 @@ Allowed users and approvers may be user ids or user group ids ("S…");
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from adapters.slack.groups import user_groups_in
 
@@ -16,6 +17,9 @@ DEFAULT_API_BASE_URL = "https://slack.com/api/"
 DEFAULT_HTTP_PORT = 3000
 # HTTP mode listens for Slack behind a TLS proxy (docs/security.md): local by default.
 DEFAULT_HTTP_HOST = "127.0.0.1"
+# How an answer appears while it grows: "stream" (chat.startStream in threads and DMs),
+# or "edit" (posted, then edited with chat.update).
+SlackStreaming = Literal["stream", "edit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +35,7 @@ class SlackSettings:
     http_host: str = DEFAULT_HTTP_HOST
     # chat.update calls a minute over the workspace (Slack's Tier 3 guarantees 50).
     edits_per_minute: int = 50
+    streaming: SlackStreaming = "stream"
 
     def __post_init__(self) -> None:
         if not self.bot_token:

@@ -158,7 +158,13 @@ async def _check_slack(loaded: Loaded) -> str:
     mode = "Socket Mode" if settings.socket_mode else "HTTP mode"
     who = body.get("user") or body.get("user_id")
     found = f"auth.test accepted the bot token (team {body.get('team')}, bot {who}; {mode})"
-    return found + _scope_note(answer)
+    return found + _scope_note(answer) + "; " + _answers_note(settings.streaming)
+
+
+def _answers_note(streaming: str) -> str:
+    if streaming == "stream":
+        return "answers stream natively (chat.startStream) in threads and DMs"
+    return 'answers appear by editing (streaming = "edit")'
 
 
 def _scope_note(headers: Mapping[str, str]) -> str:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from adapters.slack.settings import DEFAULT_API_BASE_URL as SLACK_API
-from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT
+from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, SlackStreaming
 from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
 from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
 from adapters.telegram.settings import GroupTrigger, Streaming
@@ -82,6 +82,8 @@ class SlackSection(_Section):
     http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=1, le=65535)
     http_host: str = DEFAULT_HTTP_HOST  # behind the TLS proxy Slack requires: local by default
     edits_per_minute: int = Field(default=50, ge=1, le=6000)
+    # "edit": answers are posted and edited (chat.update) even where they could stream.
+    streaming: SlackStreaming = "stream"
 
     _urls = field_validator("api_base_url")(_http_url)
 

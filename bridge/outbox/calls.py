@@ -1,4 +1,9 @@
-"""One platform call per op, keeping the conversation's slot map in step with it."""
+"""One platform call per op, keeping the conversation's slot map in step with it.
+
+Ops marked `draft` go as drafts (`drafts.py`) or as native streams (`streams.py`)
+where the chat takes them; every other op, and every fallback, is the ordinary
+call of its kind.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import TYPE_CHECKING
 from bridge.model import (
     AnswerPress,
     BadFormatting,
+    Delete,
     Edit,
     MessageGone,
     PlatformError,
@@ -18,14 +24,16 @@ from bridge.model import (
     Upload,
 )
 from bridge.outbox.drafts import draft_id
+from bridge.outbox.streams import StreamEnded, extension, pieces
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Adapter
+    from bridge.model import Adapter, MessageRef
     from bridge.outbox.drafts import Drafts
     from bridge.outbox.lanes import Entry
-    from bridge.outbox.slots import SlotMap
+    from bridge.outbox.slots import Placed, SlotMap
+    from bridge.outbox.streams import Streaming, Streams
 
 
 async def call(
@@ -34,11 +42,14 @@ async def call(
     slot_map: Callable[[str], SlotMap],
     clock: Callable[[], float],
     drafts: Drafts,
+    streams: Streams,
 ) -> None:
     """Carry out `entry`'s op through `adapter`: a Send or Upload binds its slot to the
     new message, a Delete forgets it, an Edit stamps when the message was written; a
-    Send marked `draft` in a chat that takes drafts shows a draft and binds nothing.
-    `slot_map` gives a conversation's map, made on first use."""
+    Send marked `draft` in a chat that takes drafts shows a draft and binds nothing;
+    in a chat that streams, it starts a stream that later ops of the slot append to,
+    stop or leave (`_streamed`). `slot_map` gives a conversation's map, made on first
+    use."""
     op = entry.op
     if isinstance(op, AnswerPress):
         await adapter.answer_press(op.press_id, op.text, alert=op.alert)
@@ -47,6 +58,8 @@ async def call(
         await adapter.react(entry.chat, op.message_id, op.state)
         return
     slots = slot_map(entry.key)  # only ops on messages: a press makes no map
+    if await _streamed(adapter, entry, slots, clock, streams):
+        return
     entry.drafted = isinstance(op, Send) and op.draft and await _drafted(entry, op, drafts)
     if entry.drafted:
         return
@@ -95,3 +108,104 @@ async def _drafted(entry: Entry, op: Send, drafts: Drafts) -> bool:
         drafts.refuse(entry.chat, exc)
         return False
     return True
+
+
+async def _streamed(
+    adapter: Adapter, entry: Entry, slots: SlotMap, clock: Callable[[], float], streams: Streams
+) -> bool:
+    """Carry out `entry`'s op on the stream path where it belongs there; False when
+    the ordinary call of the op (with its full text) is still to be made: no stream,
+    a stream just stopped before a Delete, or a text the stream cannot take."""
+    op = entry.op
+    if isinstance(op, Send):
+        return op.draft and await _start(entry, op, slots, clock, streams, adapter.limits.max_text)
+    if not isinstance(op, Edit | Delete):
+        return False
+    streamed, placed = streams.streamed(entry.key, op.slot), slots.get(op.slot)
+    stream = streams.adapter
+    if streamed is None or placed is None or stream is None:
+        return False
+    more = None if isinstance(op, Delete) or op.buttons else extension(streamed, _markdown(op))
+    try:
+        if more is not None and isinstance(op, Edit):
+            await _extend(stream, entry, op, placed, more, streams, adapter.limits.max_text)
+            placed.written_at = clock()
+            return True
+        await stream.stop_stream(placed.ref, "")  # ends it as it stands; the edit follows
+    except StreamEnded:
+        pass  # an ordinary message now: the ordinary call shows the full text
+    except MessageGone:
+        streams.forget(entry.key, op.slot)
+        raise
+    streams.forget(entry.key, op.slot)
+    return False
+
+
+async def _start(
+    entry: Entry,
+    op: Send,
+    slots: SlotMap,
+    clock: Callable[[], float],
+    streams: Streams,
+    limit: int,
+) -> bool:
+    """Start a stream with `op`'s Markdown where the chat streams; False to send it
+    instead. A refusal other than a rate limit, an outage, the formatting or the
+    length ends streams in that chat, and the same op is sent at once."""
+    stream = streams.usable(entry.chat)
+    if stream is None or op.buttons:
+        return False
+    first, *rest = pieces(_markdown(op), limit) or [""]
+    try:
+        ref = await stream.start_stream(entry.chat, first)
+    except (RateLimited, TransientError, BadFormatting, TooLong):
+        raise
+    except PlatformError as exc:
+        streams.refuse(entry.chat, exc)
+        return False
+    slots.bind(op.slot, ref, clock())
+    streams.note(entry.key, op.slot, first)
+    if rest:
+        # The message exists now: a retry must append the rest, not start again.
+        entry.op = Edit(op.slot, op.text, plain=op.plain, markup=op.markup, draft=True)
+        await _append(stream, entry.key, op.slot, ref, "".join(rest), streams, limit)
+    return True
+
+
+async def _extend(
+    stream: Streaming,
+    entry: Entry,
+    op: Edit,
+    placed: Placed,
+    more: str,
+    streams: Streams,
+    limit: int,
+) -> None:
+    """Append `more` to the slot's stream; an op without `draft` then stops it."""
+    if op.draft:
+        await _append(stream, entry.key, op.slot, placed.ref, more, streams, limit)
+        return
+    *before, last = pieces(more, limit) or [""]
+    await _append(stream, entry.key, op.slot, placed.ref, "".join(before), streams, limit)
+    await stream.stop_stream(placed.ref, last)
+    streams.forget(entry.key, op.slot)
+
+
+async def _append(
+    stream: Streaming,
+    key: str,
+    slot: str,
+    ref: MessageRef,
+    more: str,
+    streams: Streams,
+    limit: int,
+) -> None:
+    """Append `more` in pieces the platform takes, noting each one that went out."""
+    for piece in pieces(more, limit):
+        await stream.append_stream(ref, piece)
+        streams.note(key, slot, (streams.streamed(key, slot) or "") + piece)
+
+
+def _markdown(op: Send | Edit) -> str:
+    """The Markdown source a stream takes (`plain` of a formatted view)."""
+    return op.plain or op.text

@@ -33,6 +33,7 @@ from bridge.outbox.pacing import Budget, interval
 from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover
 from bridge.outbox.slots import SlotMap
 from bridge.outbox.stats import OutboxStats
+from bridge.outbox.streams import Streams
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -75,6 +76,7 @@ class Outbox:
         self._reactions = Lane("reactions", paced=False)
         self._slots: dict[str, SlotMap] = {}
         self.drafts = Drafts(adapter)
+        self.streams = Streams(adapter)
         self._outstanding: Counter[str] = Counter()  # queued or in-flight ops per key
         self._progress: anyio.Event | None = None  # set when any op settles
         self._tg: TaskGroup | None = None
@@ -156,6 +158,7 @@ class Outbox:
                 del self._lanes[chat_id]
         for key in [k for k in self._slots if k not in keep and not self._outstanding[k]]:
             del self._slots[key]
+            self.streams.drop(key)
 
     @property
     def lanes_held(self) -> int:
@@ -243,7 +246,7 @@ class Outbox:
                     await self._sleep(SPARE_POLL)
                 continue
             await self._global.take(limits.global_rate)
-            if isinstance(head.op, Edit) and not routine:
+            if isinstance(head.op, Edit) and not routine and not self._streaming(head):
                 # Still queued while it waits: newer edits merge into it.
                 await self._edits.take(limits.edit_rate, limits.edit_burst)
             if lane.queue and lane.queue[0] is head:
@@ -269,7 +272,8 @@ class Outbox:
         if not isinstance(op, Edit | Delete):
             return True
         placed = self._slot_map(head.key).get(op.slot) is not None
-        if isinstance(op, Edit) and op.seal and placed:  # the message shows it all already
+        # The message shows it all already, unless it still streams: then the seal stops it.
+        if isinstance(op, Edit) and op.seal and placed and not self._streaming(head):
             lane.queue.popleft()
             self._settle(head)
             return False
@@ -280,6 +284,12 @@ class Outbox:
             return True
         self._drop_head(lane, None)
         return False
+
+    def _streaming(self, entry: Entry) -> bool:
+        """Whether `entry`'s op is on a slot whose message still streams: its Edit
+        appends to or stops the stream, which takes nothing from the edit budget."""
+        slot = slot_of(entry.op)
+        return slot is not None and self.streams.streamed(entry.key, slot) is not None
 
     def _ready_at(self, lane: Lane, head: Entry) -> float:
         ready = lane.hold_until
@@ -343,7 +353,7 @@ class Outbox:
     async def _attempt(self, entry: Entry) -> Outcome:
         self.stats.calls[kind_of(entry.op)] += 1
         try:
-            await call(self._adapter, entry, self._slot_map, self._clock, self.drafts)
+            await call(self._adapter, entry, self._slot_map, self._clock, self.drafts, self.streams)
         except PlatformError as exc:
             return self._recover(entry, exc)
         except Exception as exc:  # a bug in the adapter: drop the op, keep serving

@@ -35,6 +35,10 @@ METHOD_SCOPES: dict[str, str | None] = {
     "chat_update": "chat:write",
     "chat_delete": "chat:write",
     "chat_postEphemeral": "chat:write",
+    # Native answer streams (docs.slack.dev/reference/methods/chat.startStream, …).
+    "chat_startStream": "chat:write",
+    "chat_appendStream": "chat:write",
+    "chat_stopStream": "chat:write",
     "files_upload_v2": "files:write",
     "files_delete": "files:write",
     "reactions_add": "reactions:write",

@@ -625,10 +625,15 @@ class FakeSlack(StreamingMethods):
         posted = self.messages.get(str(args.get("ts")))
         if posted is None or posted.deleted:
             return {"error": "message_not_found"}
+        if posted.streaming:
+            return {"error": "cant_update_message"}  # a stream changes by its own methods
         error = check_message(args)
         if error:
             return {"error": error}
         posted.text, posted.blocks = str(args.get("text") or ""), blocks_of(args)
+        # An update replaces what the message shows, a streamed message's text included
+        # (it is an ordinary message once its stream ended).
+        posted.updated = True
         return {"channel": posted.channel, "ts": posted.ts}
 
     def _m_chat_delete(self, args: Json) -> Json:

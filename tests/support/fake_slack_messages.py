@@ -29,6 +29,7 @@ class Posted:
     thread_ts: str | None = None
     deleted: bool = False
     stream: Stream | None = None  # set when the message was started as a stream
+    updated: bool = False  # chat.update replaced what it shows (a stream's text too)
 
     @property
     def streaming(self) -> bool:
@@ -39,7 +40,7 @@ class Posted:
     def visible(self) -> str:
         """The text a reader sees: markdown blocks and sections (not the fallback); for a
         stream, the streamed text and its task cards, then the blocks it was stopped with."""
-        stream = self.stream
+        stream = None if self.updated else self.stream
         parts = stream.shown() if stream is not None else []
         for block in [*stream.blocks, *self.blocks] if stream is not None else self.blocks:
             text = block.get("text")

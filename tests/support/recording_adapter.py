@@ -49,6 +49,7 @@ from bridge.model import (
     PlatformLimits,
     TooLong,
 )
+from bridge.outbox.streams import StreamEnded
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -57,7 +58,18 @@ if TYPE_CHECKING:
 
     from bridge.model import ChatRef, Formatter, Keyboard, Markup, ReactionState
 
-CallKind = Literal["send", "edit", "delete", "upload", "answer_press", "react", "draft"]
+CallKind = Literal[
+    "send",
+    "edit",
+    "delete",
+    "upload",
+    "answer_press",
+    "react",
+    "draft",
+    "stream_start",
+    "stream_append",
+    "stream_stop",
+]
 SETTLE_STEPS = 20  # cheap yields before the exact (but polling) all-blocked check
 
 
@@ -450,4 +462,62 @@ class DraftingAdapter(RecordingAdapter):
         call = Call("draft", chat, None, text, markup, at=self._clock())
         self._fail_if(call, self.refuse or self._text_error(text, markup))
         self.drafts.setdefault(chat.chat_id, []).append((draft_id, text))
+        self._record(call)
+
+
+class StreamingAdapter(RecordingAdapter):
+    """A `RecordingAdapter` that also streams (`bridge.outbox.streams.Streaming`), like
+    Slack's chat.startStream / appendStream / stopStream, in the chats of
+    `stream_chats` (all when None); `refuse` makes every start raise it. A streamed
+    message is a message whose text grows with each append; `streaming` holds the
+    messages that still take appends (`expire` ends one as Slack does after ~5 min):
+    appending to or stopping any other raises `StreamEnded`."""
+
+    def __init__(
+        self, *args: Any, stream_chats: frozenset[str] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.stream_chats = stream_chats
+        self.refuse: Exception | None = None
+        self.streaming: set[MessageRef] = set()
+
+    def streams_in(self, chat: ChatRef) -> bool:
+        return self.stream_chats is None or chat.chat_id in self.stream_chats
+
+    async def start_stream(self, chat: ChatRef, markdown: str) -> MessageRef:
+        await self._travel()
+        call = Call("stream_start", chat, None, markdown, "formatted", at=self._clock())
+        self._fail_if(call, self.refuse or self._text_error(markdown, "plain"))
+        ref = self._new_ref(chat)
+        self.messages[ref] = FakeMessage(ref, markdown, "formatted")
+        self.streaming.add(ref)
+        self._record(replace(call, ref=ref))
+        return ref
+
+    async def append_stream(self, ref: MessageRef, markdown: str) -> None:
+        await self._grow("stream_append", ref, markdown)
+
+    async def stop_stream(self, ref: MessageRef, markdown: str) -> None:
+        await self._grow("stream_stop", ref, markdown)
+        self.streaming.discard(ref)
+
+    def expire(self, ref: MessageRef) -> None:
+        """The platform ends the stream of `ref`: it stays, as an ordinary message."""
+        self.streaming.discard(ref)
+
+    async def _grow(self, kind: CallKind, ref: MessageRef, markdown: str) -> None:
+        await self._travel()
+        call = Call(kind, ref.chat, ref, markdown, "formatted", at=self._clock())
+        message = self._live(ref)
+        error: Exception | None = None
+        if message is None:
+            error = MessageGone("message_not_found")
+        elif ref not in self.streaming:
+            error = StreamEnded("message_not_in_streaming_state")
+        else:
+            error = self._text_error(markdown, "plain")
+        self._fail_if(call, error)
+        assert message is not None
+        message.text += markdown
+        message.edits.append(message.text)
         self._record(call)

@@ -72,9 +72,11 @@ async def slack_bridge(
     *extra: str,
     transport: str = "socket",
     store_failures: int = 0,
+    stream: bool = True,
 ) -> AsyncIterator[FakeSlack]:
     """The fake Slack with the whole bridge on it; the store's first `store_failures`
-    checks of a delivery id fail (tests/support/flaky_store.py)."""
+    checks of a delivery id fail (tests/support/flaky_store.py); `stream=False`:
+    answers are posted and edited (`[slack] streaming = "edit"`)."""
     opts = options(
         tmp_path / "data",
         home.argv(version, *extra),
@@ -98,7 +100,7 @@ async def slack_bridge(
                 http_host="127.0.0.1",
             )
             client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
-            adapter = SlackAdapter(client, limits=LIMITS)
+            adapter = SlackAdapter(client, limits=LIMITS, stream=stream)
 
             async def owns(key: str) -> bool:
                 return await store.get_conversation(key) is not None
@@ -131,7 +133,7 @@ async def test_a_mention_starts_a_thread_and_streams_the_answer_into_it(
 ) -> None:
     answer = "Hello from the agent, streamed into the thread one word after another."
     fake_llm.add("hello", Reply(text=answer, delay=0.05))
-    async with slack_bridge(agent_home, version, tmp_path) as slack:
+    async with slack_bridge(agent_home, version, tmp_path, stream=False) as slack:
         root = (await slack.mention("hello there"))["payload"]["event"]["ts"]
         reply = await until_shown(slack, root, answer)
         await until_shown(slack, root, "done")

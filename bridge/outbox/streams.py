@@ -1,0 +1,99 @@
+"""Native streams of a growing text (Slack's chat.startStream / appendStream /
+stopStream), and the outbox's record of them.
+
+A platform that streams (`Streaming`) gets the ops marked `draft` as one stream per
+slot: the Send starts it, each draft Edit appends what its Markdown adds, the first
+Edit without the mark stops it. A stream only ever grows, so the record keeps the
+Markdown streamed so far per (conversation key, slot); a text that does not extend
+it ends the stream and is edited in as an ordinary message. The first refusal of a
+stream in a chat (anything but a rate limit, an outage, the formatting or the
+length) sends that chat back to posting and editing for as long as this process
+lives, as for drafts (`drafts.py`). A stream the platform ended (`StreamEnded`:
+Slack ends one after about five minutes, or its reader stopped it) is an ordinary
+message from then on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from bridge.model import MessageGone
+
+if TYPE_CHECKING:
+    from bridge.model import Adapter, ChatRef, MessageRef
+
+log = logging.getLogger("bridge.outbox")
+
+
+@runtime_checkable
+class Streaming(Protocol):
+    """An adapter that can stream a growing Markdown text into one message."""
+
+    def streams_in(self, chat: ChatRef) -> bool: ...
+
+    async def start_stream(self, chat: ChatRef, markdown: str) -> MessageRef: ...
+
+    async def append_stream(self, ref: MessageRef, markdown: str) -> None: ...
+
+    async def stop_stream(self, ref: MessageRef, markdown: str) -> None: ...
+
+
+class StreamEnded(MessageGone):
+    """The message no longer streams (ended by the platform or its reader); it is
+    still there, as an ordinary message."""
+
+
+class Streams:
+    """The chats that refused a stream, and the Markdown streamed so far per slot."""
+
+    def __init__(self, adapter: Adapter) -> None:
+        self._adapter = adapter if isinstance(adapter, Streaming) else None
+        self.refused: set[str] = set()
+        self._sent: dict[tuple[str, str], str] = {}
+
+    @property
+    def adapter(self) -> Streaming | None:
+        return self._adapter
+
+    def usable(self, chat: ChatRef) -> Streaming | None:
+        """The adapter to stream with in `chat`, or None: post and edit instead."""
+        adapter = self._adapter
+        if adapter is None or chat.chat_id in self.refused or not adapter.streams_in(chat):
+            return None
+        return adapter
+
+    def refuse(self, chat: ChatRef, why: Exception) -> None:
+        if chat.chat_id not in self.refused:
+            log.info(
+                "outbox: chat %s refused a stream (%s): posting and editing there",
+                chat.chat_id,
+                type(why).__name__,
+            )
+        self.refused.add(chat.chat_id)
+
+    def streamed(self, key: str, slot: str) -> str | None:
+        """The Markdown the slot's live stream shows; None when it has none."""
+        return self._sent.get((key, slot))
+
+    def note(self, key: str, slot: str, markdown: str) -> None:
+        self._sent[(key, slot)] = markdown
+
+    def forget(self, key: str, slot: str) -> None:
+        self._sent.pop((key, slot), None)
+
+    def drop(self, key: str) -> None:
+        """Forget the streams of conversation `key` (it is gone)."""
+        for gone in [k for k in self._sent if k[0] == key]:
+            del self._sent[gone]
+
+
+def extension(streamed: str, markdown: str) -> str | None:
+    """What `markdown` adds to `streamed`; None when it does not extend it."""
+    return markdown[len(streamed) :] if markdown.startswith(streamed) else None
+
+
+def pieces(text: str, limit: int) -> list[str]:
+    """`text` in pieces of at most `limit` characters (none for an empty text)."""
+    limit = max(1, limit)
+    return [text[i : i + limit] for i in range(0, len(text), limit)]
