@@ -23,9 +23,17 @@ answered (the goal is none), Web API calls by method, the outbox's counters, the
 delta → visible delay (p50, p99, max) and the CPU time of this process (bridge,
 bolt and fake together; the agents are other processes).
 
+Each case runs once per streaming path (`--paths stream,edit`, both by default, one
+after the other on the same load): Slack's native streams (`chat.startStream` /
+`appendStream` / `stopStream`, which the fake limits to their documented tiers: Tier 2,
+20 a minute, for start and stop; Tier 4, 100 a minute, for appends) and edits of a
+posted message. A streamed marker is visible when the start or append carrying it is
+accepted.
+
 Run from the repository root: `.venv/bin/python bench/slack_load.py [--threads 50]
-[--deltas 2000] [--rate 100] [--channels 50,1] [--json]`. `--channels` takes a
-comma-separated list and runs one case per entry (default: one channel per thread).
+[--deltas 2000] [--rate 100] [--channels 50,1] [--paths stream,edit] [--json]`.
+`--channels` takes a comma-separated list and runs one case per entry (default: one
+channel per thread).
 """
 
 from __future__ import annotations
@@ -65,7 +73,9 @@ if TYPE_CHECKING:
 STANDIN = Path(__file__).resolve().parent / "standin_stream_agent.py"
 # slack_sdk ignores NO_PROXY (PITFALLS.md): a proxy variable would send 127.0.0.1 away.
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-VISIBLE = ("chat.postMessage", "chat.update")
+VISIBLE = frozenset(
+    {"chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream"}
+)
 POLL = 0.1
 
 
@@ -75,6 +85,7 @@ class Case:
     channels: int
     deltas: int
     rate: float
+    path: str = "edit"  # "stream": Slack's native streams; "edit": post and edit
     wall_s: float = 0.0  # first mention → every answer shown and the outbox empty
     cpu_s: float = 0.0
     calls: dict[str, int] = field(default_factory=dict)
@@ -146,7 +157,8 @@ async def _drive(
     settings = SlackSettings(
         bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.base_url
     )
-    adapter = SlackAdapter(build_client(settings))  # the production limits
+    # The production limits; the path as `[slack] streaming` would choose it.
+    adapter = SlackAdapter(build_client(settings), stream=case.path == "stream")
 
     async def owns(key: str) -> bool:
         return await store.get_conversation(key) is not None
@@ -167,7 +179,9 @@ async def _drive(
 
         def ended() -> bool:
             shown = {
-                m.thread_ts for m in slack.messages.values() if not m.deleted and "[end " in m.text
+                m.thread_ts
+                for m in slack.messages.values()
+                if not m.deleted and "[end " in m.visible and not m.streaming
             }
             return all(root in shown for root in roots.values())
 
@@ -197,6 +211,8 @@ async def _drive(
 
 
 def _visible(call: Call) -> str:
+    if "Stream" in call.method:  # what the call adds to the stream
+        return str(call.args.get("markdown_text") or "")
     blocks = call.args.get("blocks") or []
     parsed = json.loads(blocks) if isinstance(blocks, str) else list(blocks)
     return Posted("", "", str(call.args.get("text") or ""), parsed).visible
@@ -216,7 +232,7 @@ def _analyse(
     for call in sorted(calls, key=lambda c: c.at):
         if call.method not in VISIBLE or id(call) in limited:
             continue
-        if call.method == "chat.postMessage":
+        if call.method in ("chat.postMessage", "chat.startStream"):
             root = call.args.get("thread_ts")
         else:
             root = thread_of_ts.get(str(call.args.get("ts")))
@@ -272,7 +288,8 @@ def report(case: Case) -> list[str]:
     box = case.outbox
     return [
         f"{case.threads} threads in {case.channels} channel(s), {case.deltas} deltas each at "
-        f"{case.rate:g}/s ({case.deltas / case.rate:g} s)",
+        f"{case.rate:g}/s ({case.deltas / case.rate:g} s), answers by "
+        f"{'native streams' if case.path == 'stream' else 'edits'}",
         f"   429s from the fake: {limited} {case.ratelimited or ''}"
         f"→ {'PASS' if limited == 0 else 'FAIL'} (goal 0)",
         f"   Web API calls: {per_method}",
@@ -301,14 +318,30 @@ async def run(args: argparse.Namespace) -> None:
     if not args.json:
         print(header, flush=True)
     cases = []
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     for channels in counts:
-        case = Case(args.threads, max(1, min(channels, args.threads)), args.deltas, args.rate)
-        await run_case(case, args.timeout)
-        cases.append(case)
-        if not args.json:
-            print("\n".join(report(case)), flush=True)
+        for path in paths:
+            case = Case(
+                args.threads, max(1, min(channels, args.threads)), args.deltas, args.rate, path
+            )
+            await run_case(case, args.timeout)
+            cases.append(case)
+            if not args.json:
+                print("\n".join(report(case)), flush=True)
+        if len(paths) == 2 and not args.json:
+            native, edit = cases[-2], cases[-1]
+            print(
+                f"   {native.path}/{edit.path}: delta → visible p50 "
+                f"{_ratio(native.p50_ms, edit.p50_ms)}, p99 {_ratio(native.p99_ms, edit.p99_ms)}; "
+                f"whole answer shown p50 {_ratio(native.end_p50_s, edit.end_p50_s)}",
+                flush=True,
+            )
     if args.json:
         print(json.dumps({"env": header, "cases": [asdict(c) for c in cases]}, indent=2))
+
+
+def _ratio(x: float, y: float) -> str:
+    return f"{x / y:.2f}" if y and not math.isnan(x) and not math.isnan(y) else "n/a"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -320,6 +353,7 @@ def main(argv: list[str] | None = None) -> None:
         "--channels", help="comma-separated channel counts, one case each (default: --threads)"
     )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per case at most")
+    parser.add_argument("--paths", default="stream,edit", help="streaming paths: stream, edit")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     anyio.run(run, parser.parse_args(argv))
 
