@@ -251,6 +251,10 @@ class PlatformLimits:
     # `edit_burst`: Slack limits chat.update per workspace, not per message.
     edit_rate: float = 0.0
     edit_burst: int = 1
+    # Native streams started (and stopped) per second over all chats, after a burst
+    # (0: no limit): Slack's chat.startStream / stopStream are Tier 2 per workspace.
+    stream_rate: float = 0.0
+    stream_burst: int = 1
     # In chats with `ChatRef.is_group`; None: the same as in private chats.
     group_edit_interval: float | None = None
     group_chat_rate: float | None = None

@@ -69,6 +69,9 @@ LIMITS = PlatformLimits(
     # at most once a second.
     edit_rate=50 / 60,
     edit_burst=10,
+    # chat.startStream / stopStream: Tier 2, 20+ a minute per workspace; past it, edit.
+    stream_rate=20 / 60,
+    stream_burst=5,
 )
 FILE_PREFIX = "file:"  # message ids of uploads are file ids: deleted with files.delete
 DEFAULT_RETRY_AFTER = 1.0

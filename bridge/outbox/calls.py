@@ -29,7 +29,7 @@ from bridge.outbox.streams import StreamEnded, extension, pieces
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Adapter, MessageRef
+    from bridge.model import Adapter, MessageRef, PlatformLimits
     from bridge.outbox.drafts import Drafts
     from bridge.outbox.lanes import Entry
     from bridge.outbox.slots import Placed, SlotMap
@@ -118,7 +118,7 @@ async def _streamed(
     a stream just stopped before a Delete, or a text the stream cannot take."""
     op = entry.op
     if isinstance(op, Send):
-        return op.draft and await _start(entry, op, slots, clock, streams, adapter.limits.max_text)
+        return op.draft and await _start(entry, op, slots, clock, streams, adapter.limits)
     if not isinstance(op, Edit | Delete):
         return False
     streamed, placed = streams.streamed(entry.key, op.slot), slots.get(op.slot)
@@ -128,9 +128,10 @@ async def _streamed(
     more = None if isinstance(op, Delete) or op.buttons else extension(streamed, _markdown(op))
     try:
         if more is not None and isinstance(op, Edit):
-            await _extend(stream, entry, op, placed, more, streams, adapter.limits.max_text)
+            await _extend(stream, entry, op, placed, more, streams, adapter.limits)
             placed.written_at = clock()
             return True
+        await streams.stop_turn(adapter.limits)
         await stream.stop_stream(placed.ref, "")  # ends it as it stands; the edit follows
     except StreamEnded:
         pass  # an ordinary message now: the ordinary call shows the full text
@@ -147,14 +148,16 @@ async def _start(
     slots: SlotMap,
     clock: Callable[[], float],
     streams: Streams,
-    limit: int,
+    limits: PlatformLimits,
 ) -> bool:
-    """Start a stream with `op`'s Markdown where the chat streams; False to send it
-    instead. A refusal other than a rate limit, an outage, the formatting or the
-    length ends streams in that chat, and the same op is sent at once."""
+    """Start a stream with `op`'s Markdown where the chat streams and the platform's
+    start budget has one to spare; False to send it instead. A refusal other than a
+    rate limit, an outage, the formatting or the length ends streams in that chat,
+    and the same op is sent at once."""
     stream = streams.usable(entry.chat)
-    if stream is None or op.buttons:
+    if stream is None or op.buttons or not streams.start_spare(limits):
         return False
+    limit = limits.max_text
     first, *rest = pieces(_markdown(op), limit) or [""]
     try:
         ref = await stream.start_stream(entry.chat, first)
@@ -179,14 +182,16 @@ async def _extend(
     placed: Placed,
     more: str,
     streams: Streams,
-    limit: int,
+    limits: PlatformLimits,
 ) -> None:
     """Append `more` to the slot's stream; an op without `draft` then stops it."""
+    limit = limits.max_text
     if op.draft:
         await _append(stream, entry.key, op.slot, placed.ref, more, streams, limit)
         return
     *before, last = pieces(more, limit) or [""]
     await _append(stream, entry.key, op.slot, placed.ref, "".join(before), streams, limit)
+    await streams.stop_turn(limits)
     await stream.stop_stream(placed.ref, last)
     streams.forget(entry.key, op.slot)
 

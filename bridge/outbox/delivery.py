@@ -76,7 +76,7 @@ class Outbox:
         self._reactions = Lane("reactions", paced=False)
         self._slots: dict[str, SlotMap] = {}
         self.drafts = Drafts(adapter)
-        self.streams = Streams(adapter)
+        self.streams = Streams(adapter, clock, sleep)
         self._outstanding: Counter[str] = Counter()  # queued or in-flight ops per key
         self._progress: anyio.Event | None = None  # set when any op settles
         self._tg: TaskGroup | None = None

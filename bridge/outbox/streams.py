@@ -16,12 +16,18 @@ message from then on.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import anyio
+
 from bridge.model import MessageGone
+from bridge.outbox.pacing import Budget
 
 if TYPE_CHECKING:
-    from bridge.model import Adapter, ChatRef, MessageRef
+    from collections.abc import Awaitable, Callable
+
+    from bridge.model import Adapter, ChatRef, MessageRef, PlatformLimits
 
 log = logging.getLogger("bridge.outbox")
 
@@ -47,10 +53,28 @@ class StreamEnded(MessageGone):
 class Streams:
     """The chats that refused a stream, and the Markdown streamed so far per slot."""
 
-    def __init__(self, adapter: Adapter) -> None:
+    def __init__(
+        self,
+        adapter: Adapter,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
         self._adapter = adapter if isinstance(adapter, Streaming) else None
         self.refused: set[str] = set()
         self._sent: dict[tuple[str, str], str] = {}
+        # The platform's budgets of starts and of stops (`PlatformLimits.stream_rate`):
+        # a start is only made with one to spare, a stop waits for one.
+        self._starts = Budget(clock, sleep)
+        self._stops = Budget(clock, sleep)
+
+    def start_spare(self, limits: PlatformLimits) -> bool:
+        """Whether a stream may start now without going over the platform's budget;
+        when not, the answer is posted and edited (it still arrives, without a 429)."""
+        return self._starts.spare(limits.stream_rate, limits.stream_burst)
+
+    async def stop_turn(self, limits: PlatformLimits) -> None:
+        """Wait for the stop budget: every started stream must be stopped."""
+        await self._stops.take(limits.stream_rate, limits.stream_burst)
 
     @property
     def adapter(self) -> Streaming | None:

@@ -235,3 +235,23 @@ def test_an_extension_is_what_a_text_adds_and_none_when_it_rewrites() -> None:
     assert extension("I will", "We will") is None
     assert pieces("abcde", 2) == ["ab", "cd", "e"]
     assert pieces("", 2) == []
+
+
+async def test_past_the_start_budget_an_answer_is_posted_and_edited_and_stops_wait_their_turn() -> (
+    None
+):
+    # Slack's chat.startStream / stopStream are Tier 2 (20 a minute): here one start a
+    # minute after a burst of one, so the second answer finds no start to spare.
+    tier = PlatformLimits(chat_rate=100.0, edit_interval=0.0, stream_rate=1 / 60, stream_burst=1)
+    clock = FakeClock()
+    platform = platform_for(clock, tier)
+    async with serving(platform, clock) as outbox:
+        await deliver(outbox, growing("a", "one", "one two"))
+        stopped_at = clock()
+        await deliver(outbox, growing("b", "three", "three four"))
+        await deliver(outbox, growing("c", "five"))
+    kinds = [kind for kind, _ in calls(platform)]
+    assert kinds == ["stream_start", "stream_append", "stream_stop", "send", "edit", "send"]
+    assert not any(kind.endswith("!") for kind in kinds)  # nothing refused, nothing lost
+    assert platform.texts(CHAT) == ["one two", "three four", "five"]
+    assert stopped_at < 60  # the first stop went at once: the start did not take its turn
