@@ -67,6 +67,12 @@ def dm_key(team: str, channel: str) -> str:
     return f"slack:{team}:{channel}"
 
 
+def team_of(key: str) -> str:
+    """The team of a key made by `thread_key` or `dm_key` ("" for another key)."""
+    parts = key.split(":")
+    return parts[1] if len(parts) > 2 and parts[0] == "slack" else ""
+
+
 @ignore_malformed  # the runner asks this before converting: it must not raise either
 def candidate_thread(body: Mapping[str, Any], me: Identity) -> str | None:
     """The thread key a `message` event would belong to, so a caller can check

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
+from adapters.slack.convert import team_of
+
 if TYPE_CHECKING:
     from bridge.model import ChatRef, Inbound
 
@@ -30,8 +32,7 @@ class Recipients:
             return
         where = (chat.chat_id, chat.thread_id)
         if where not in self._known:
-            parts = inbound.key.split(":")  # slack:<team>:<channel>[:<thread_ts>]
-            self._known[where] = (parts[1] if len(parts) > 2 else "", sender.id)
+            self._known[where] = (team_of(inbound.key), sender.id)
         self._known.move_to_end(where)
         while len(self._known) > self._capacity:
             self._known.popitem(last=False)

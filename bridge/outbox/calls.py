@@ -11,19 +11,16 @@ from typing import TYPE_CHECKING
 
 from bridge.model import (
     AnswerPress,
-    BadFormatting,
     Delete,
     Edit,
     MessageGone,
     PlatformError,
-    RateLimited,
     React,
     Send,
-    TooLong,
-    TransientError,
     Upload,
 )
 from bridge.outbox.drafts import draft_id
+from bridge.outbox.refusals import is_refusal
 from bridge.outbox.streams import StreamEnded, extension, pieces
 
 if TYPE_CHECKING:
@@ -102,9 +99,9 @@ async def _drafted(entry: Entry, op: Send, drafts: Drafts) -> bool:
         return False
     try:
         await adapter.draft(entry.chat, draft_id(entry.key, op.slot), op.text, markup=op.markup)
-    except (RateLimited, TransientError, BadFormatting, TooLong):
-        raise
     except PlatformError as exc:
+        if not is_refusal(exc):
+            raise
         drafts.refuse(entry.chat, exc)
         return False
     return True
@@ -161,9 +158,9 @@ async def _start(
     first, *rest = pieces(_markdown(op), limit) or [""]
     try:
         ref = await stream.start_stream(entry.chat, first)
-    except (RateLimited, TransientError, BadFormatting, TooLong):
-        raise
     except PlatformError as exc:
+        if not is_refusal(exc):
+            raise
         streams.refuse(entry.chat, exc)
         return False
     slots.bind(op.slot, ref, clock())

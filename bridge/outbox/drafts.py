@@ -1,49 +1,37 @@
 """Which chats show a growing text as a draft, and the draft's id for a slot.
 
 A platform that shows drafts (`Drafting`, Telegram's `sendMessageDraft` in private
-chats) gets the ops marked `draft` as drafts; the first refusal in a chat sends
-that chat back to posting and editing for as long as this process lives (a chat
-whose bot lacks the feature would refuse every draft; asking again each answer
-would cost a call and a delay every time, and the fallback loses nothing).
+chats) gets the ops marked `draft` as drafts; a chat that refused one posts and
+edits from then on (`refusals.py`).
 """
 
 from __future__ import annotations
 
-import logging
 import zlib
 from typing import TYPE_CHECKING
 
 from bridge.model import Drafting
+from bridge.outbox.refusals import Refusals
 
 if TYPE_CHECKING:
     from bridge.model import Adapter, ChatRef
 
-log = logging.getLogger("bridge.outbox")
 _MAX_ID = 2**31 - 1  # Telegram ids are signed 32-bit where not said otherwise
 
 
-class Drafts:
+class Drafts(Refusals):
     """The chats that refused a draft, and whether a chat takes drafts now."""
 
     def __init__(self, adapter: Adapter) -> None:
+        super().__init__("a draft")
         self._adapter = adapter if isinstance(adapter, Drafting) else None
-        self.refused: set[str] = set()
 
     def usable(self, chat: ChatRef) -> Drafting | None:
         """The adapter to draft with in `chat`, or None: post and edit instead."""
         adapter = self._adapter
-        if adapter is None or chat.chat_id in self.refused or not adapter.drafts_in(chat):
+        if adapter is None or not self.allows(chat) or not adapter.drafts_in(chat):
             return None
         return adapter
-
-    def refuse(self, chat: ChatRef, why: Exception) -> None:
-        if chat.chat_id not in self.refused:
-            log.info(
-                "outbox: chat %s refused a draft (%s): posting and editing there",
-                chat.chat_id,
-                type(why).__name__,
-            )
-        self.refused.add(chat.chat_id)
 
 
 def draft_id(key: str, slot: str) -> int:

@@ -5,17 +5,14 @@ A platform that streams (`Streaming`) gets the ops marked `draft` as one stream 
 slot: the Send starts it, each draft Edit appends what its Markdown adds, the first
 Edit without the mark stops it. A stream only ever grows, so the record keeps the
 Markdown streamed so far per (conversation key, slot); a text that does not extend
-it ends the stream and is edited in as an ordinary message. The first refusal of a
-stream in a chat (anything but a rate limit, an outage, the formatting or the
-length) sends that chat back to posting and editing for as long as this process
-lives, as for drafts (`drafts.py`). A stream the platform ended (`StreamEnded`:
-Slack ends one after about five minutes, or its reader stopped it) is an ordinary
-message from then on.
+it ends the stream and is edited in as an ordinary message. A chat that refused
+a stream posts and edits from then on, as for drafts (`refusals.py`). A stream the
+platform ended (`StreamEnded`: Slack ends one after about five minutes, or its reader
+stopped it) is an ordinary message from then on.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -23,13 +20,12 @@ import anyio
 
 from bridge.model import MessageGone
 from bridge.outbox.pacing import Budget
+from bridge.outbox.refusals import Refusals
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from bridge.model import Adapter, ChatRef, MessageRef, PlatformLimits
-
-log = logging.getLogger("bridge.outbox")
 
 
 @runtime_checkable
@@ -50,7 +46,7 @@ class StreamEnded(MessageGone):
     still there, as an ordinary message."""
 
 
-class Streams:
+class Streams(Refusals):
     """The chats that refused a stream, and the Markdown streamed so far per slot."""
 
     def __init__(
@@ -59,8 +55,8 @@ class Streams:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
+        super().__init__("a stream")
         self._adapter = adapter if isinstance(adapter, Streaming) else None
-        self.refused: set[str] = set()
         self._sent: dict[tuple[str, str], str] = {}
         # The platform's budgets of starts and of stops (`PlatformLimits.stream_rate`):
         # a start is only made with one to spare, a stop waits for one.
@@ -83,18 +79,9 @@ class Streams:
     def usable(self, chat: ChatRef) -> Streaming | None:
         """The adapter to stream with in `chat`, or None: post and edit instead."""
         adapter = self._adapter
-        if adapter is None or chat.chat_id in self.refused or not adapter.streams_in(chat):
+        if adapter is None or not self.allows(chat) or not adapter.streams_in(chat):
             return None
         return adapter
-
-    def refuse(self, chat: ChatRef, why: Exception) -> None:
-        if chat.chat_id not in self.refused:
-            log.info(
-                "outbox: chat %s refused a stream (%s): posting and editing there",
-                chat.chat_id,
-                type(why).__name__,
-            )
-        self.refused.add(chat.chat_id)
 
     def streamed(self, key: str, slot: str) -> str | None:
         """The Markdown the slot's live stream shows; None when it has none."""
