@@ -7,11 +7,9 @@ shows drafts like Telegram's `sendMessageDraft` (`DraftingAdapter`).
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import anyio
 import pytest
 
 from bridge.model import (
@@ -24,14 +22,14 @@ from bridge.model import (
     Send,
     TransientError,
 )
-from bridge.outbox import Outbox
 from bridge.outbox.drafts import draft_id
+from tests.support import marked_ops
+from tests.support.marked_ops import growing, serving
 from tests.support.recording_adapter import DraftingAdapter, FakeClock, RecordingAdapter
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from bridge.model import Op
+    from bridge.outbox import Outbox
 
 pytestmark = pytest.mark.anyio
 
@@ -40,30 +38,8 @@ GROUP = ChatRef("-200", is_group=True)
 FAST = PlatformLimits(chat_rate=100.0, edit_interval=0.0)
 
 
-def growing(slot: str = "t", *texts: str) -> list[Op]:
-    """The renderer's ops for a streamed text: a draft Send, draft Edits, a seal."""
-    first, *rest = texts
-    ops: list[Op] = [Send(slot, first, draft=True)]
-    ops += [Edit(slot, text, draft=True) for text in rest]
-    return [*ops, Edit(slot, texts[-1], seal=True)]
-
-
-@asynccontextmanager
-async def serving(platform: RecordingAdapter, clock: FakeClock) -> AsyncIterator[Outbox]:
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(clock.autojump)
-            await tg.start(outbox.run)
-            yield outbox
-            tg.cancel_scope.cancel()
-
-
 async def deliver(outbox: Outbox, ops: list[Op], chat: ChatRef = CHAT) -> None:
-    """Each op on its own, as the renderer submits them while text streams."""
-    for op in ops:
-        outbox.submit(KEY, chat, [op])
-        await outbox.flush()
+    await marked_ops.deliver(outbox, KEY, chat, ops)
 
 
 def kinds(platform: RecordingAdapter) -> list[str]:

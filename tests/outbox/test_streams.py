@@ -8,11 +8,9 @@ streams like Slack's chat.startStream / appendStream / stopStream (`StreamingAda
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import anyio
 import pytest
 
 from bridge.model import (
@@ -25,14 +23,14 @@ from bridge.model import (
     Send,
     TransientError,
 )
-from bridge.outbox import Outbox
 from bridge.outbox.streams import extension, pieces
+from tests.support import marked_ops
+from tests.support.marked_ops import growing, serving
 from tests.support.recording_adapter import FakeClock, StreamingAdapter
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from bridge.model import Op
+    from bridge.outbox import Outbox
 
 pytestmark = pytest.mark.anyio
 
@@ -40,30 +38,8 @@ KEY, CHAT = "slack:T1:C1:1.0", ChatRef("C1", thread_id="1.0")
 FAST = PlatformLimits(chat_rate=100.0, edit_interval=0.0)
 
 
-def growing(slot: str, *texts: str) -> list[Op]:
-    """The renderer's ops for a streamed text: a draft Send, draft Edits, a seal."""
-    first, *rest = texts
-    ops: list[Op] = [Send(slot, first, draft=True)]
-    ops += [Edit(slot, text, draft=True) for text in rest]
-    return [*ops, Edit(slot, texts[-1], seal=True)]
-
-
-@asynccontextmanager
-async def serving(platform: StreamingAdapter, clock: FakeClock) -> AsyncIterator[Outbox]:
-    outbox = Outbox(platform, clock=clock, sleep=clock.sleep)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(clock.autojump)
-            await tg.start(outbox.run)
-            yield outbox
-            tg.cancel_scope.cancel()
-
-
 async def deliver(outbox: Outbox, ops: list[Op]) -> None:
-    """Each op on its own, as the renderer submits them while text streams."""
-    for op in ops:
-        outbox.submit(KEY, CHAT, [op])
-        await outbox.flush()
+    await marked_ops.deliver(outbox, KEY, CHAT, ops)
 
 
 def calls(platform: StreamingAdapter) -> list[tuple[str, str]]:
