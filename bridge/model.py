@@ -11,7 +11,7 @@ Platform failures arrive as the small `PlatformError` tree, never SDK types.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -151,6 +151,18 @@ class Button:
 
 Keyboard = tuple[tuple[Button, ...], ...]  # rows of buttons
 Markup = Literal["formatted", "plain"]
+TaskStatus = Literal["in_progress", "complete", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A tool call as a task card, where the chat streams its run (Slack's
+    task_update chunk); elsewhere the op's text shows the same call as a message."""
+
+    id: str  # the toolCallId
+    title: str
+    status: TaskStatus
+    output: str = ""  # a short tail of the output
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +182,11 @@ class Send:
     # (`Drafting`), it is shown as one, and the first op of the slot without `draft`
     # sends the real message; elsewhere the flag changes nothing.
     draft: bool = False
+    # The run the op belongs to ("" none): where a chat streams (outbox/runs.py), a
+    # run's text and its `task` cards share one stream, which `run_over` ends.
+    run: str = ""
+    task: Task | None = None
+    run_over: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +206,9 @@ class Edit:
     # The slot's text is final as last shown: a draft is sent as the real message;
     # a message already sent is left alone (no call).
     seal: bool = False
+    run: str = ""  # as for `Send`
+    task: Task | None = None
+    run_over: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +275,10 @@ class PlatformLimits:
     # (0: no limit): Slack's chat.startStream / stopStream are Tier 2 per workspace.
     stream_rate: float = 0.0
     stream_burst: int = 1
+    # Appends to native streams (Slack Tier 4), and thread status lines, likewise.
+    append_rate: float = 0.0
+    append_burst: int = 1
+    status_rate: float = 0.0
     # In chats with `ChatRef.is_group`; None: the same as in private chats.
     group_edit_interval: float | None = None
     group_chat_rate: float | None = None
@@ -315,20 +339,6 @@ class Adapter(Protocol):
     async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None: ...
 
     async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None: ...
-
-
-@runtime_checkable
-class Drafting(Protocol):
-    """An adapter that can show a growing text as an ephemeral draft (Telegram's
-    `sendMessageDraft`). The outbox uses it for ops marked `draft` in chats where
-    `drafts_in` says so, and falls back to sending and editing, per chat, once a
-    draft is refused."""
-
-    def drafts_in(self, chat: ChatRef) -> bool: ...
-
-    async def draft(
-        self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
-    ) -> None: ...
 
 
 # --- platform errors ---------------------------------------------------------------------

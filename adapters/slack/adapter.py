@@ -4,35 +4,35 @@ Messages go into the conversation's thread with unfurling off (tool output is
 full of links). Buttons that carry a `Form` are remembered by token (in memory,
 bounded), so a press on one can open the form as a modal at once (`open_form`:
 the press's trigger_id expires in 3 s). slack_sdk errors never leave this
-module: they become the `bridge.model.PlatformError` tree (`map_error`),
+module: they become the `bridge.model.PlatformError` tree (`failures.py`),
 `raise … from exc`. The client is built by the caller (with `base_url` for
 tests); this class only calls it.
 
-A growing answer streams natively (`Streaming`: chat.start/append/stopStream) in DMs
-and in threads whose first writer the runner noted (`recipients.py`: Slack wants the
-reader outside DMs); elsewhere, or with `stream=False`, answers are posted and edited.
+A growing answer streams natively (`Streaming`: chat.start/append/stopStream, as
+chunks of markdown and task cards) in threads of DMs and in channel threads whose
+first writer the runner noted (`recipients.py`: Slack wants the reader outside DMs);
+elsewhere, or with `stream=False`, answers are posted and edited. `set_status` is
+the thread's status line (assistant.threads.setStatus).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import aiohttp
-from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.errors import SlackApiError
 
-from adapters import errors
 from adapters.slack.convert import Identity, is_dm, parse_press_ref
-from adapters.slack.format import fallback_text, format_markdown, message_blocks
+from adapters.slack.failures import translated
+from adapters.slack.format import chunks, fallback_text, format_markdown, message_blocks
 from adapters.slack.forms import modal
 from adapters.slack.recipients import Recipients
 from bridge.model import (
     MAX_ATTACHMENT,
     AttachmentRefused,
-    BadFormatting,
     ChatRef,
     Keyboard,
     Markup,
@@ -40,19 +40,15 @@ from bridge.model import (
     MessageRef,
     PlatformError,
     PlatformLimits,
-    RateLimited,
     ReactionState,
-    TooLong,
-    TransientError,
 )
-from bridge.outbox.streams import StreamEnded
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Awaitable, Callable, Sequence
 
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from bridge.model import Form, Inbound
+    from bridge.model import Form, Inbound, Task
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +68,13 @@ LIMITS = PlatformLimits(
     # chat.startStream / stopStream: Tier 2, 20+ a minute per workspace; past it, edit.
     stream_rate=20 / 60,
     stream_burst=5,
+    # chat.appendStream: Tier 4, 100+ a minute per workspace. setStatus has "special"
+    # limits without a figure: the status line is a nicety, kept to Tier 3's pace.
+    append_rate=100 / 60,
+    append_burst=10,
+    status_rate=50 / 60,
 )
 FILE_PREFIX = "file:"  # message ids of uploads are file ids: deleted with files.delete
-DEFAULT_RETRY_AFTER = 1.0
 MAX_IMAGE_BYTES = MAX_ATTACHMENT
 # Where a file's URL may take the bot token: Slack's file host, or the Web API's own
 # host (a self-hosted gateway, the tests' fake). Anything else gets no request at all.
@@ -85,65 +85,7 @@ DOWNLOAD_CHUNK = 64 * 1024
 REACTIONS: dict[ReactionState, str] = {"working": "eyes", "done": "white_check_mark", "failed": "x"}
 FORMS_KEPT = 1_000  # forms of buttons sent by this process; older ones fall back to messages
 
-# Web API error codes → the bridge's error (matched whole by `adapters.errors.classify`;
-# anything else is a plain PlatformError). A 429 or 5xx status decides first.
-_ERRORS: errors.Rules = (
-    *errors.rules(RateLimited, "ratelimited"),
-    *errors.rules(
-        TransientError, "internal_error", "fatal_error", "service_unavailable", "request_timeout"
-    ),
-    *errors.rules(
-        MessageGone,
-        "message_not_found",
-        "cant_update_message",
-        "cant_delete_message",
-        "cant_delete_file",
-        "file_not_found",
-        "file_deleted",
-        "edit_window_closed",
-        "thread_not_found",
-    ),
-    # chat.appendStream / stopStream on a stream Slack ended (after ~5 min, or its
-    # reader pressed Stop): the message stays, as an ordinary one.
-    *errors.rules(StreamEnded, "message_not_in_streaming_state", "stopped_by_user"),
-    *errors.rules(TooLong, "msg_too_long", "msg_blocks_too_long", "too_many_blocks"),
-    *errors.rules(BadFormatting, "invalid_blocks", "invalid_blocks_format", "invalid_markdown"),
-)
 _REACTION_DONE = frozenset({"already_reacted", "no_reaction"})
-
-
-def map_error(exc: SlackApiError, markup: Markup = "plain") -> PlatformError:
-    """One Web API error as the bridge's error tree."""
-    response = exc.response
-    # A proxy or an outage can answer with HTML, which slack_sdk leaves as a string.
-    error = str(response.get("error") or "") if isinstance(response.data, dict) else ""
-    status, kind = response.status_code, errors.classify(error, _ERRORS, whole=True)
-    if status == 429:
-        kind = RateLimited
-    elif status >= 500 and kind is not RateLimited:
-        kind = TransientError
-    elif kind is BadFormatting and markup != "formatted":
-        kind = TooLong  # plain text has nothing to fall back to: Slack refuses its size
-    retry_after = _retry_after(response.headers) if kind is RateLimited else 0.0
-    return errors.error(kind, error or f"HTTP {status}", retry_after=retry_after)
-
-
-def _retry_after(headers: Any) -> float:
-    """Slack's Retry-After header (any case); `DEFAULT_RETRY_AFTER` without one."""
-    waits = (
-        value for name, value in dict(headers or {}).items() if str(name).lower() == "retry-after"
-    )
-    return errors.retry_after_seconds(*waits, default=DEFAULT_RETRY_AFTER)
-
-
-@contextlib.contextmanager
-def translated(markup: Markup = "plain") -> Iterator[None]:
-    try:
-        yield
-    except SlackApiError as exc:
-        raise map_error(exc, markup) from exc
-    except (TimeoutError, SlackClientError, aiohttp.ClientError, OSError) as exc:
-        raise TransientError(f"{type(exc).__name__}: {exc}") from exc
 
 
 class SlackAdapter:
@@ -234,12 +176,17 @@ class SlackAdapter:
     # --- streams (bridge.outbox.streams.Streaming) -----------------------------------------
 
     def streams_in(self, chat: ChatRef) -> bool:
-        return self.stream and (is_dm(chat.chat_id) or self.recipients.of(chat) is not None)
+        # A stream is a reply in a thread (chat.startStream takes a thread_ts): a
+        # DM's top-level conversation is answered by posting and editing.
+        if not self.stream or chat.thread_id is None:
+            return False
+        return is_dm(chat.chat_id) or self.recipients.of(chat) is not None
 
-    async def start_stream(self, chat: ChatRef, markdown: str) -> MessageRef:
-        args: dict[str, Any] = {"channel": chat.chat_id, "markdown_text": markdown or None}
-        if chat.thread_id is not None:
-            args["thread_ts"] = chat.thread_id
+    async def start_stream(
+        self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> MessageRef:
+        args: dict[str, Any] = {"channel": chat.chat_id, "chunks": chunks(markdown, tasks)}
+        args["thread_ts"] = chat.thread_id
         recipient = self.recipients.of(chat)
         if recipient is not None and not is_dm(chat.chat_id):
             args["recipient_team_id"], args["recipient_user_id"] = recipient
@@ -247,16 +194,26 @@ class SlackAdapter:
             started = await self.client.chat_startStream(**args)
         return MessageRef(chat, str(started["ts"]))
 
-    async def append_stream(self, ref: MessageRef, markdown: str) -> None:
+    async def append_stream(
+        self, ref: MessageRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> None:
         with translated("formatted"):
             await self.client.chat_appendStream(
-                channel=ref.chat.chat_id, ts=ref.message_id, markdown_text=markdown
+                channel=ref.chat.chat_id, ts=ref.message_id, chunks=chunks(markdown, tasks)
             )
 
     async def stop_stream(self, ref: MessageRef, markdown: str) -> None:
         with translated("formatted"):
             await self.client.chat_stopStream(
-                channel=ref.chat.chat_id, ts=ref.message_id, markdown_text=markdown or None
+                channel=ref.chat.chat_id, ts=ref.message_id, chunks=chunks(markdown) or None
+            )
+
+    async def set_status(self, chat: ChatRef, text: str) -> None:
+        if chat.thread_id is None:
+            return
+        with translated():
+            await self.client.assistant_threads_setStatus(
+                channel_id=chat.chat_id, thread_ts=chat.thread_id, status=text
             )
 
     async def delete(self, ref: MessageRef) -> None:

@@ -6,7 +6,9 @@ message. Plain text goes in `plain_text` sections (3,000 characters each) so no
 mrkdwn is interpreted. Buttons are `actions` blocks, one per keyboard row, with
 action ids unique in the message (Block Kit rejects duplicates) and the bridge's
 opaque token as the value. Every message also carries a `text` fallback, shown
-in notifications. Limits: api.slack.com/reference/block-kit/blocks.
+in notifications. Limits: api.slack.com/reference/block-kit/blocks. A native
+stream's content goes as chunks (`chunks`): markdown text and task cards
+(docs.slack.dev/messaging/sending-and-scheduling-messages#text-streaming).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from adapters.slack.convert import ACTION_PREFIX
 from bridge.textsplit import split_text
 
 if TYPE_CHECKING:
-    from bridge.model import Keyboard, Markup
+    from collections.abc import Sequence
+
+    from bridge.model import Keyboard, Markup, Task
 
 MARKDOWN_BLOCK_MAX = 12_000  # cumulative markdown-block text per message
 SECTION_TEXT_MAX = 3_000
@@ -27,6 +31,7 @@ BUTTON_LABEL_MAX = 75
 BUTTON_VALUE_MAX = 2_000
 ACTIONS_ELEMENTS_MAX = 25
 EMPTY = "…"  # Slack refuses a message with neither text nor blocks
+TASK_FIELD_MAX = 256  # a task_update chunk's title and output
 
 Block = dict[str, Any]
 
@@ -47,6 +52,19 @@ def message_blocks(text: str, markup: Markup, buttons: Keyboard) -> tuple[str, l
     if not body and not actions:
         body = [_section(EMPTY)]
     return fallback_text(text), body + actions
+
+
+def chunks(markdown: str, tasks: Sequence[Task] = ()) -> list[Block]:
+    """A stream's content: the Markdown, then a task_update chunk per card. Always
+    chunks, never `markdown_text`: Slack refuses a stream that mixes the two ways."""
+    content: list[Block] = [{"type": "markdown_text", "text": markdown}] if markdown else []
+    for task in tasks:
+        card: Block = {"type": "task_update", "id": task.id, "status": task.status}
+        card["title"] = task.title[:TASK_FIELD_MAX] or "tool"
+        if task.output.strip():
+            card["output"] = task.output[-TASK_FIELD_MAX:]
+        content.append(card)
+    return content
 
 
 def fallback_text(text: str) -> str:

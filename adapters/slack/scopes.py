@@ -18,7 +18,7 @@ REQUIRED: dict[str, str] = {
     "channels:history": "replies in threads of public channels",
     "groups:history": "replies in threads of private channels",
     "im:history": "direct messages",
-    "chat:write": "every message the bot posts",
+    "chat:write": "every message the bot posts, answer streams, the thread status line",
     "files:write": "long output and exports as files",
 }
 # Without these one feature is missing; the rest works.

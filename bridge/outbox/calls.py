@@ -1,8 +1,8 @@
 """One platform call per op, keeping the conversation's slot map in step with it.
 
 Ops marked `draft` go as drafts (`drafts.py`) or as native streams (`streams.py`)
-where the chat takes them; every other op, and every fallback, is the ordinary
-call of its kind.
+where the chat takes them, and a run's ops as its stream (`runs.py`); every other
+op, and every fallback, is the ordinary call of its kind.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from bridge.model import (
 )
 from bridge.outbox.drafts import draft_id
 from bridge.outbox.refusals import is_refusal
-from bridge.outbox.streams import StreamEnded, extension, pieces
+from bridge.outbox.runs import run_streamed
+from bridge.outbox.streams import StreamEnded, extension, markdown_of, pieces
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,7 +56,12 @@ async def call(
         await adapter.react(entry.chat, op.message_id, op.state)
         return
     slots = slot_map(entry.key)  # only ops on messages: a press makes no map
-    if await _streamed(adapter, entry, slots, clock, streams):
+    if await run_streamed(entry, slots, clock, streams, adapter.limits):
+        return
+    op = entry.op  # a run's text that left its stream is sent whole
+    assert not isinstance(op, AnswerPress | React)
+    in_run = isinstance(op, Send | Edit) and bool(op.run)
+    if not in_run and await _streamed(adapter, entry, slots, clock, streams):
         return
     entry.drafted = isinstance(op, Send) and op.draft and await _drafted(entry, op, drafts)
     if entry.drafted:
@@ -122,7 +128,7 @@ async def _streamed(
     stream = streams.adapter
     if streamed is None or placed is None or stream is None:
         return False
-    more = None if isinstance(op, Delete) or op.buttons else extension(streamed, _markdown(op))
+    more = None if isinstance(op, Delete) or op.buttons else extension(streamed, markdown_of(op))
     try:
         if more is not None and isinstance(op, Edit):
             await _extend(stream, entry, op, placed, more, streams, adapter.limits)
@@ -155,7 +161,7 @@ async def _start(
     if stream is None or op.buttons or not streams.start_spare(limits):
         return False
     limit = limits.max_text
-    first, *rest = pieces(_markdown(op), limit) or [""]
+    first, *rest = pieces(markdown_of(op), limit) or [""]
     try:
         ref = await stream.start_stream(entry.chat, first)
     except PlatformError as exc:
@@ -168,7 +174,7 @@ async def _start(
     if rest:
         # The message exists now: a retry must append the rest, not start again.
         entry.op = Edit(op.slot, op.text, plain=op.plain, markup=op.markup, draft=True)
-        await _append(stream, entry.key, op.slot, ref, "".join(rest), streams, limit)
+        await _append(stream, entry.key, op.slot, ref, "".join(rest), streams, limits)
     return True
 
 
@@ -182,12 +188,11 @@ async def _extend(
     limits: PlatformLimits,
 ) -> None:
     """Append `more` to the slot's stream; an op without `draft` then stops it."""
-    limit = limits.max_text
     if op.draft:
-        await _append(stream, entry.key, op.slot, placed.ref, more, streams, limit)
+        await _append(stream, entry.key, op.slot, placed.ref, more, streams, limits)
         return
-    *before, last = pieces(more, limit) or [""]
-    await _append(stream, entry.key, op.slot, placed.ref, "".join(before), streams, limit)
+    *before, last = pieces(more, limits.max_text) or [""]
+    await _append(stream, entry.key, op.slot, placed.ref, "".join(before), streams, limits)
     await streams.stop_turn(limits)
     await stream.stop_stream(placed.ref, last)
     streams.forget(entry.key, op.slot)
@@ -200,14 +205,10 @@ async def _append(
     ref: MessageRef,
     more: str,
     streams: Streams,
-    limit: int,
+    limits: PlatformLimits,
 ) -> None:
     """Append `more` in pieces the platform takes, noting each one that went out."""
-    for piece in pieces(more, limit):
+    for piece in pieces(more, limits.max_text):
+        await streams.append_turn(limits)
         await stream.append_stream(ref, piece)
         streams.note(key, slot, (streams.streamed(key, slot) or "") + piece)
-
-
-def _markdown(op: Send | Edit) -> str:
-    """The Markdown source a stream takes (`plain` of a formatted view)."""
-    return op.plain or op.text

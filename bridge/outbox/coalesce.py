@@ -75,12 +75,23 @@ def with_content(op: Op, edit: Edit) -> Op | None:
     instead (a Send keeps its notification and reply settings); None for other ops.
     Merged edits are routine only if both were: a wanted change must not wait. A
     sealing Edit (the text is final as last shown) seals the queued op instead, which
-    holds that text and has not gone out yet."""
+    holds that text and has not gone out yet. A run's end (`run_over`) survives
+    every merge: it closes the run's stream."""
     if not isinstance(op, Edit | Send):
         return None
+    over = op.run_over or edit.run_over  # the end of a run is never merged away
     if edit.seal:
-        return replace(op, draft=False)
+        return replace(op, draft=False, run_over=over)
     if isinstance(op, Edit):
-        return edit if op.routine or not edit.routine else replace(edit, routine=False)
+        return replace(edit, routine=op.routine and edit.routine, run_over=over)
     text, plain, markup, buttons = edit.text, edit.plain, edit.markup, edit.buttons
-    return replace(op, text=text, plain=plain, markup=markup, buttons=buttons, draft=edit.draft)
+    return replace(
+        op,
+        text=text,
+        plain=plain,
+        markup=markup,
+        buttons=buttons,
+        draft=edit.draft,
+        task=edit.task,
+        run_over=over,
+    )

@@ -99,4 +99,7 @@ def as_send(edit: Edit) -> Send:
         markup=edit.markup,
         buttons=edit.buttons,
         draft=edit.draft and not edit.seal,
+        run=edit.run,
+        task=edit.task,
+        run_over=edit.run_over,
     )

@@ -8,12 +8,14 @@ Markdown streamed so far per (conversation key, slot); a text that does not exte
 it ends the stream and is edited in as an ordinary message. A chat that refused
 a stream posts and edits from then on, as for drafts (`refusals.py`). A stream the
 platform ended (`StreamEnded`: Slack ends one after about five minutes, or its reader
-stopped it) is an ordinary message from then on.
+stopped it) is an ordinary message from then on. The ops of a run (`Send.run`) stream
+together instead (`runs.py`, its record `RunStream` here).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
@@ -23,9 +25,9 @@ from bridge.outbox.pacing import Budget
 from bridge.outbox.refusals import Refusals
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
-    from bridge.model import Adapter, ChatRef, MessageRef, PlatformLimits
+    from bridge.model import Adapter, ChatRef, Edit, MessageRef, PlatformLimits, Send, Task
 
 
 @runtime_checkable
@@ -34,16 +36,39 @@ class Streaming(Protocol):
 
     def streams_in(self, chat: ChatRef) -> bool: ...
 
-    async def start_stream(self, chat: ChatRef, markdown: str) -> MessageRef: ...
+    async def start_stream(
+        self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> MessageRef: ...
 
-    async def append_stream(self, ref: MessageRef, markdown: str) -> None: ...
+    async def append_stream(
+        self, ref: MessageRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> None: ...
 
     async def stop_stream(self, ref: MessageRef, markdown: str) -> None: ...
+
+    async def set_status(self, chat: ChatRef, text: str) -> None:
+        """The line under a thread saying what the agent does ("" clears it)."""
 
 
 class StreamEnded(MessageGone):
     """The message no longer streams (ended by the platform or its reader); it is
     still there, as an ordinary message."""
+
+
+@dataclass
+class RunStream:
+    """The stream a run's text and task cards go to (`runs.py`)."""
+
+    run: str
+    chat: ChatRef
+    ref: MessageRef
+    parts: dict[str, str] = field(default_factory=dict)  # text slot → Markdown streamed
+    tasks: dict[str, Task] = field(default_factory=dict)  # tool slot → its card as shown
+    status: str = ""  # the thread's status line, as last set
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.parts.values())
 
 
 class Streams(Refusals):
@@ -62,6 +87,9 @@ class Streams(Refusals):
         # a start is only made with one to spare, a stop waits for one.
         self._starts = Budget(clock, sleep)
         self._stops = Budget(clock, sleep)
+        self._appends = Budget(clock, sleep)
+        self._statuses = Budget(clock, sleep)
+        self._runs: dict[str, RunStream] = {}  # conversation key → its run's stream
 
     def start_spare(self, limits: PlatformLimits) -> bool:
         """Whether a stream may start now without going over the platform's budget;
@@ -71,6 +99,19 @@ class Streams(Refusals):
     async def stop_turn(self, limits: PlatformLimits) -> None:
         """Wait for the stop budget: every started stream must be stopped."""
         await self._stops.take(limits.stream_rate, limits.stream_burst)
+
+    async def start_turn(self, limits: PlatformLimits) -> None:
+        """Wait for a start (a run's stream rolling over to a new one must go on)."""
+        await self._starts.take(limits.stream_rate, limits.stream_burst)
+
+    async def append_turn(self, limits: PlatformLimits) -> None:
+        """Wait for the append budget; meanwhile newer text merges into the queued op,
+        so a tight budget makes fewer, larger appends."""
+        await self._appends.take(limits.append_rate, limits.append_burst)
+
+    def status_spare(self, limits: PlatformLimits) -> bool:
+        """A status line is a nicety: it is set only with a call to spare."""
+        return self._statuses.spare(limits.status_rate, max(1, round(limits.status_rate * 5)))
 
     @property
     def adapter(self) -> Streaming | None:
@@ -85,7 +126,20 @@ class Streams(Refusals):
 
     def streamed(self, key: str, slot: str) -> str | None:
         """The Markdown the slot's live stream shows; None when it has none."""
+        run = self._runs.get(key)
+        if run is not None and slot in run.parts:
+            return run.parts[slot]
         return self._sent.get((key, slot))
+
+    def run_of(self, key: str) -> RunStream | None:
+        """The live stream of conversation `key`'s run, if it has one."""
+        return self._runs.get(key)
+
+    def open_run(self, key: str, run: RunStream) -> None:
+        self._runs[key] = run
+
+    def close_run(self, key: str) -> None:
+        self._runs.pop(key, None)
 
     def note(self, key: str, slot: str, markdown: str) -> None:
         self._sent[(key, slot)] = markdown
@@ -97,11 +151,17 @@ class Streams(Refusals):
         """Forget the streams of conversation `key` (it is gone)."""
         for gone in [k for k in self._sent if k[0] == key]:
             del self._sent[gone]
+        self._runs.pop(key, None)
 
 
 def extension(streamed: str, markdown: str) -> str | None:
     """What `markdown` adds to `streamed`; None when it does not extend it."""
     return markdown[len(streamed) :] if markdown.startswith(streamed) else None
+
+
+def markdown_of(op: Send | Edit) -> str:
+    """The Markdown source a stream takes (`plain` of a formatted view)."""
+    return op.plain or op.text
 
 
 def pieces(text: str, limit: int) -> list[str]:

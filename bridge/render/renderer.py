@@ -34,7 +34,7 @@ from bridge.render.status import Board, RunStatus
 from bridge.render.text import AssistantText
 from bridge.render.textbits import clip
 from bridge.render.tools import Tools, summarize
-from bridge.render.views import Context
+from bridge.render.views import Context, in_run
 from bridge.rpc import events as ev
 from bridge.rpc import signals as sig
 from bridge.rpc import ui
@@ -181,7 +181,7 @@ class Renderer:
         run, self._run = self._run, None
         if run is not None:
             self._forget_run(run)
-            ops += run.interrupted(now, reason)
+            ops += in_run(run.interrupted(now, reason), run.name, over=True)
             ops += [React(run.message, "failed")] if run.message else []
             ops += self._riders.fail_all()
         elif self._cut is not None:
@@ -269,6 +269,7 @@ class Renderer:
         self._cut = None
         self._runs += 1
         self._run = RunStatus.begin(self._runs, now, self._ctx.book)
+        self._tools.run = self._run.name
         self._run.message, self._reacting = self._reacting, None
         return self._run.opening(now)
 
@@ -289,9 +290,10 @@ class Renderer:
             return ops + run.slot.remove()  # nothing ran: the command's answer says it all
         if run.loop_open:
             self._cut = run
-        return ops + run.finish(now)
+        return ops + in_run(run.finish(now), run.name, over=True)
 
     def _forget_run(self, run: RunStatus) -> None:
+        self._tools.run = ""
         self._ctx.book.retire(run.owner)
         self._tools.end_scope(str(run.number))
 
@@ -318,8 +320,10 @@ class Renderer:
 
     def _new_text(self) -> AssistantText:
         self._messages += 1
-        run = str(self._run.number) if self._run is not None else "-"
-        self._text = AssistantText(self._ctx, f"text:{run}:{self._messages}")
+        live = self._run
+        run = str(live.number) if live is not None else "-"
+        name = live.name if live is not None else ""
+        self._text = AssistantText(self._ctx, f"text:{run}:{self._messages}", name)
         return self._text
 
     def _finish_text(self, now: float) -> list[Op]:

@@ -99,6 +99,11 @@ class RunStatus:
     def owner(self) -> str:
         return f"{STATUS_SLOT}{self.number}"
 
+    @property
+    def name(self) -> str:
+        """The ops' `Send.run`: where a chat streams runs, the run's stream."""
+        return f"run:{self.number}"
+
     @classmethod
     def begin(cls, number: int, now: float, book: TokenBook) -> RunStatus:
         slot = Slot(f"{STATUS_SLOT}{number}", silent=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.render.views import Pacer, Slot
+from bridge.render.views import Pacer, Slot, in_run
 from bridge.rpc.content import AssistantMessage, TextContent
 
 # A draft the platform shows is forgotten after a while (Telegram: 30 s after its
@@ -35,9 +35,10 @@ def joined(blocks: dict[int, str]) -> str:
 
 
 class AssistantText:
-    def __init__(self, ctx: Context, prefix: str) -> None:
+    def __init__(self, ctx: Context, prefix: str, run: str = "") -> None:
         self._ctx = ctx
         self._prefix = prefix  # "text:<run>:<msg>"
+        self._run = run  # the ops' `run` ("" outside a run)
         self._blocks: dict[int, str] = {}
         self._last_index = 0
         self._slots: list[Slot] = []
@@ -101,7 +102,7 @@ class AssistantText:
         last = len(views) - 1
         for i, (slot, view) in enumerate(zip(self._slots, views, strict=False)):
             # Only the last chunk still grows: a chunk with one after it is complete.
-            ops += slot.show(view, draft=self._growing and i == last)
+            ops += in_run(slot.show(view, draft=self._growing and i == last), self._run)
         for slot in self._slots[len(views) :]:
             ops += slot.remove()
         del self._slots[len(views) :]

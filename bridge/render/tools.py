@@ -3,7 +3,9 @@
 "all": one message per `toolCallId` (slot ``tool:<id>``): "🔧 bash  `ls -la`",
 then the tail of the cumulative `partialResult` in a code block (paced), then
 "✅/❌ bash · 1.2 s" with the tail of the result; a result over `LONG_OUTPUT`
-characters is also uploaded as a file. "compact": one message per run listing
+characters is also uploaded as a file. Inside a run (`run`), each op of the message
+also carries the call as a `Task` card (title, status, a short output tail), which a
+chat that streams the run shows instead of the message. "compact": one message per run listing
 its tools (slot ``tools:<scope>``). "off": nothing. The verbosity is fixed
 when a tool starts, so a change applies to new tools only. Invariants: an
 update or end for an unknown id creates the message then; an ended call is
@@ -17,9 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from bridge.model import Op, Upload
+from bridge.model import Op, Task, TaskStatus, Upload
 from bridge.render.textbits import clip, code_block, duration, inline_code, one_line, tail
-from bridge.render.views import Pacer, Slot
+from bridge.render.views import Pacer, Slot, in_run
 from bridge.rpc.content import ToolResult, text_of
 
 if TYPE_CHECKING:
@@ -30,6 +32,9 @@ Verbosity = Literal["all", "compact", "off"]
 
 LONG_OUTPUT = 3000  # characters of a result worth a file attachment
 SUMMARY_CHARS = 200
+# A task card's title and output: Slack's task_update fields take 256 characters.
+TASK_TEXT = 250
+TASK_LINES = 3
 _PATH_TOOLS = frozenset({"read", "write", "edit"})
 
 
@@ -83,6 +88,7 @@ class Tools:
         self._calls: dict[str, ToolCall] = {}
         self._lists: dict[str, ToolList] = {}
         self._tail_chars = max(80, min(1500, ctx.limits.max_text // 3))
+        self.run = ""  # the run the calls belong to (`Send.run`); the renderer sets it
 
     # --- events ---------------------------------------------------------------------
 
@@ -103,8 +109,9 @@ class Tools:
         call = self._call(event.toolCallId, event.toolName, None, None, mode)
         del self._calls[call.id]
         output = result_text(event.result)
+        status: TaskStatus = "error" if event.isError else "complete"
         icon = "❌" if event.isError else "✅"
-        ops = self._final(call, scope, icon, call.took(now), output, now)
+        ops = self._final(call, scope, icon, call.took(now), output, now, status)
         if call.mode == "all" and len(output) > LONG_OUTPUT:
             ops.append(_upload(call, output))
         return ops
@@ -114,14 +121,15 @@ class Tools:
         ops: list[Op] = []
         for call in list(self._calls.values()):
             del self._calls[call.id]
-            ops += self._final(call, scope, "⚠️", f"{call.took(now)} · {why}", call.output, now)
+            after = f"{call.took(now)} · {why}"
+            ops += self._final(call, scope, "⚠️", after, call.output or why, now, "error")
         return ops
 
     def flush(self, now: float) -> list[Op]:
         ops: list[Op] = []
         for call in self._calls.values():
             if call.mode == "all" and call.pacer.dirty and call.pacer.due(now):
-                ops += self._paced(call.slot, call.pacer, self._running_md(call), now, True)
+                ops += self._running(call, now, True)
         for tools in self._lists.values():
             if tools.pacer.dirty and tools.pacer.due(now):
                 ops += self._paced(tools.slot, tools.pacer, self._list_md(tools), now, True)
@@ -143,17 +151,25 @@ class Tools:
 
     def _show(self, call: ToolCall, scope: str, now: float, *, force: bool) -> list[Op]:
         if call.mode == "all":
-            return self._paced(call.slot, call.pacer, self._running_md(call), now, force)
+            return self._running(call, now, force)
         if call.mode == "compact":
             return self._list_line(call, scope, f"{self._label(call)} …", now, force)
         return []
 
     def _final(
-        self, call: ToolCall, scope: str, icon: str, after: str, output: str, now: float
+        self,
+        call: ToolCall,
+        scope: str,
+        icon: str,
+        after: str,
+        output: str,
+        now: float,
+        status: TaskStatus,
     ) -> list[Op]:
         if call.mode == "all":
             md = f"{icon} {self._label(call)}{after}" + self._block(output)
-            return self._paced(call.slot, call.pacer, md, now, True)
+            ops = self._paced(call.slot, call.pacer, md, now, True)
+            return in_run(ops, self.run, _task(call, status, output))
         if call.mode == "compact":
             return self._list_line(call, scope, f"{self._label(call)} {icon}{after}", now, True)
         return []
@@ -161,6 +177,10 @@ class Tools:
     def _label(self, call: ToolCall) -> str:
         summary = clip(call.summary, 60) if call.mode == "compact" else call.summary
         return f"{call.name}  {inline_code(summary)}" if summary else call.name
+
+    def _running(self, call: ToolCall, now: float, force: bool) -> list[Op]:
+        ops = self._paced(call.slot, call.pacer, self._running_md(call), now, force)
+        return in_run(ops, self.run, _task(call, "in_progress", call.output))
 
     def _running_md(self, call: ToolCall) -> str:
         return f"🔧 {self._label(call)}" + self._block(call.output)
@@ -196,6 +216,13 @@ class Tools:
         ops = slot.show(self._ctx.view(md))
         pacer.sent(now)
         return ops
+
+
+def _task(call: ToolCall, status: TaskStatus, output: str) -> Task:
+    """The call as a task card: the tool and its arguments, and the output's tail."""
+    title = clip(f"{call.name} {call.summary}".strip(), TASK_TEXT)
+    shown = tail(output, TASK_LINES, TASK_TEXT - 30) if output.strip() else ""
+    return Task(call.id, title, status, shown)
 
 
 def _upload(call: ToolCall, output: str) -> Upload:

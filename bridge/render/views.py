@@ -12,15 +12,26 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from bridge.model import Delete, Edit, Keyboard, Markup, Op, PlatformLimits, Send
+from bridge.model import Delete, Edit, Keyboard, Markup, Op, PlatformLimits, Send, Task
 from bridge.textsplit import split_text
 
 if TYPE_CHECKING:
     from bridge.model import Formatter
     from bridge.render.choices import TokenBook
+
+
+def in_run(ops: list[Op], run: str, task: Task | None = None, *, over: bool = False) -> list[Op]:
+    """`ops` marked as run `run`'s ("" none): a chat that streams shows a run's text and
+    `task` cards in one stream, which the op marked `over` ends (`Send.run`)."""
+    if not run:
+        return ops
+    return [
+        replace(op, run=run, task=task, run_over=over) if isinstance(op, Send | Edit) else op
+        for op in ops
+    ]
 
 
 @dataclass(frozen=True, slots=True)

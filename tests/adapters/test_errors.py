@@ -16,7 +16,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TimedOut
 
 from adapters import errors
-from adapters.slack.adapter import DEFAULT_RETRY_AFTER, map_error
+from adapters.slack.failures import DEFAULT_RETRY_AFTER, map_error
 from adapters.telegram.adapter import platform_errors, retry_seconds
 from bridge.model import (
     BadFormatting,

@@ -39,6 +39,8 @@ METHOD_SCOPES: dict[str, str | None] = {
     "chat_startStream": "chat:write",
     "chat_appendStream": "chat:write",
     "chat_stopStream": "chat:write",
+    # The thread's status line: chat:write since March 2026 (assistant:write before).
+    "assistant_threads_setStatus": "chat:write",
     "files_upload_v2": "files:write",
     "files_delete": "files:write",
     "reactions_add": "reactions:write",

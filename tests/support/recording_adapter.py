@@ -52,11 +52,11 @@ from bridge.model import (
 from bridge.outbox.streams import StreamEnded
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
     from anyio.abc import TaskStatus
 
-    from bridge.model import ChatRef, Formatter, Keyboard, Markup, ReactionState
+    from bridge.model import ChatRef, Formatter, Keyboard, Markup, ReactionState, Task
 
 CallKind = Literal[
     "send",
@@ -440,7 +440,7 @@ def _in(chat: ChatRef, wanted: ChatRef | str) -> bool:
 
 
 class DraftingAdapter(RecordingAdapter):
-    """A `RecordingAdapter` that also shows drafts (`bridge.model.Drafting`), in the
+    """A `RecordingAdapter` that also shows drafts (`bridge.outbox.drafts.Drafting`), in the
     chats of `draft_chats` (all when None); `refuse` makes every draft raise it.
     `drafts[chat_id]` is each draft shown there, as (draft id, text)."""
 
@@ -480,22 +480,39 @@ class StreamingAdapter(RecordingAdapter):
         self.stream_chats = stream_chats
         self.refuse: Exception | None = None
         self.streaming: set[MessageRef] = set()
+        # Task cards per streamed message: each card's states in order, by task id.
+        self.cards: dict[MessageRef, dict[str, list[Task]]] = {}
+        self.statuses: list[tuple[ChatRef, str]] = []  # every status line set
 
     def streams_in(self, chat: ChatRef) -> bool:
         return self.stream_chats is None or chat.chat_id in self.stream_chats
 
-    async def start_stream(self, chat: ChatRef, markdown: str) -> MessageRef:
+    async def start_stream(
+        self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> MessageRef:
         await self._travel()
         call = Call("stream_start", chat, None, markdown, "formatted", at=self._clock())
         self._fail_if(call, self.refuse or self._text_error(markdown, "plain"))
         ref = self._new_ref(chat)
         self.messages[ref] = FakeMessage(ref, markdown, "formatted")
         self.streaming.add(ref)
+        self._card(ref, tasks)
         self._record(replace(call, ref=ref))
         return ref
 
-    async def append_stream(self, ref: MessageRef, markdown: str) -> None:
+    async def append_stream(
+        self, ref: MessageRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> None:
         await self._grow("stream_append", ref, markdown)
+        self._card(ref, tasks)
+
+    async def set_status(self, chat: ChatRef, text: str) -> None:
+        await self._travel()
+        self.statuses.append((chat, text))
+
+    def _card(self, ref: MessageRef, tasks: Sequence[Task]) -> None:
+        for task in tasks:
+            self.cards.setdefault(ref, {}).setdefault(task.id, []).append(task)
 
     async def stop_stream(self, ref: MessageRef, markdown: str) -> None:
         await self._grow("stream_stop", ref, markdown)

@@ -150,7 +150,11 @@ async def test_a_thread_shows_its_tool_calls_takes_a_steer_and_ignores_slacks_re
     version: str, transport: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
     script_steerable_run(fake_llm)
-    async with slack_bridge(agent_home, version, tmp_path, transport=transport) as slack:
+    # The edit path, where a tool call is a message of its own (streamed, it is a task
+    # card in the answer's stream: test_streams_e2e.py).
+    async with slack_bridge(
+        agent_home, version, tmp_path, transport=transport, stream=False
+    ) as slack:
         mention = await slack.mention("do it slowly")
         root = mention["payload"]["event"]["ts"]
         retry = await slack.redeliver(mention)  # Slack's retry of the same event

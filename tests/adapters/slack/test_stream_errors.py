@@ -8,7 +8,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.slack_response import SlackResponse
 
-from adapters.slack.adapter import map_error
+from adapters.slack.failures import map_error
 from adapters.slack.recipients import Recipients
 from bridge.model import ChatRef, Inbound, PlatformError, RateLimited, Sender
 from bridge.outbox.streams import StreamEnded

@@ -1,8 +1,9 @@
 """Slack answers streamed natively, end to end: fake Slack (with the streaming methods'
 real rules, tests/support/fake_slack_streams.py) → bolt → SlackAdapter → Bridge → real
 pi agent → chat.startStream / appendStream / stopStream into the thread; and the
-fallbacks: a workspace without the methods, and a stream Slack ends mid-answer, each
-still show the whole answer once."""
+fallbacks: a workspace without the methods shows the whole answer once by editing, and
+a run whose stream Slack ends goes on in a new one. A run's tool calls are task cards
+in its stream, and the thread's status line names the running tool."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from adapters.slack.settings import SlackSettings
 from bridge.model import PlatformLimits
 from bridge.service import Bridge
 from tests.support.bridge_harness import options
-from tests.support.fake_llm import Reply
+from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import ALICE, TEAM, FakeSlack
 from tests.support.flaky_store import open_flaky
 
@@ -113,17 +114,63 @@ async def test_a_workspace_without_streams_gets_the_answer_by_editing(
         assert calls_on(slack, "chat.update", message.ts)
 
 
-async def test_a_stream_slack_ends_mid_answer_is_edited_to_the_whole_answer(
+async def test_a_run_slack_ends_the_stream_of_goes_on_in_a_new_one_with_every_word_once(
     version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
     async with slack_bridge(agent_home, version, tmp_path, stream_life=0.3) as slack:
-        _, message = await answered(slack, fake_llm)
+        fake_llm.add("stream", Reply(text=ANSWER, delay=0.05))
+        root = str((await slack.mention("stream it please"))["payload"]["event"]["ts"])
+        await slack.wait_until(lambda: _status_done(slack), WAIT)
+        streamed = [m for m in slack.messages.values() if m.stream is not None]
+        assert len(streamed) >= 2, "the answer outlived its stream and went on in another"
+        assert all(m.thread_ts == root for m in streamed)
+        states = [slack.stream(m.ts).state for m in streamed]
+        assert "expired" in states[:-1]
+        assert "".join(slack.stream(m.ts).text for m in streamed) == ANSWER
+        assert slack.called("chat.update") == [] or all(
+            c.args.get("ts") not in {m.ts for m in streamed} for c in slack.called("chat.update")
+        )
+
+
+async def test_a_run_with_two_tool_calls_is_one_stream_with_a_task_card_for_each(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    slow = "sleep 0.6; echo FIRST-$((40+2))"
+    fake_llm.add(
+        "tools",
+        Reply(
+            text="Looking around first.",
+            tool_calls=[
+                ToolCall("bash", {"command": slow}),
+                ToolCall("read", {"path": "/nonexistent/NOPE.txt"}),
+            ],
+        ),
+        Reply(text="All done here.", delay=0.02),
+    )
+    async with slack_bridge(agent_home, version, tmp_path) as slack:
+        root = str((await slack.mention("use your tools"))["payload"]["event"]["ts"])
+        await slack.wait_until(lambda: _status_done(slack), WAIT)
+        [message] = [m for m in slack.messages.values() if m.stream is not None]
         stream = slack.stream(message.ts)
-        assert stream.state == "expired"
-        assert ANSWER.startswith(stream.text)
-        assert stream.text != ANSWER
-        updates = calls_on(slack, "chat.update", message.ts)
-        assert updates  # the rest came as an ordinary edit, with the full text
-        markdown = [b["text"] for b in message.blocks if b.get("type") == "markdown"]
-        assert markdown == [ANSWER]  # the message's content: the whole answer, once
-        assert message.visible == ANSWER
+        assert message.thread_ts == root
+        assert stream.state == "stopped"
+        assert stream.text == "Looking around first.\n\nAll done here."
+        first, second = stream.tasks.values()
+        assert first.title.startswith("bash sleep 0.6")
+        assert first.history[0]["status"] == "in_progress"
+        assert first.status == "complete"
+        assert "FIRST-42" in first.output
+        assert second.title.startswith("read /nonexistent/NOPE.txt")
+        assert second.status == "error"  # its start may merge into its end: it fails at once
+        # No message of their own: the tool calls are only cards in the stream.
+        texts = [m.visible for m in slack.messages.values() if m.stream is None]
+        assert not any("FIRST-42" in t or "NOPE.txt" in t for t in texts), texts
+        set_to = [c.args["status"] for c in slack.called("assistant.threads.setStatus")]
+        assert any(s.startswith("is running bash sleep 0.6") for s in set_to), set_to
+        assert set_to[-1] == ""  # cleared when the run's stream ended
+        assert slack.status_of(message.channel, root) == ""
+
+
+def _status_done(slack: FakeSlack) -> bool:
+    """The run's status says it is over (its final edit comes after the stream's stop)."""
+    return any("✅ done" in m.visible for m in slack.messages.values() if not m.deleted)

@@ -1,0 +1,272 @@
+"""A run's answer and tool calls as one native stream, with a task card per tool call.
+
+Where the chat streams (`Streaming`), the ops stamped with a run (`Send.run`) go to
+one stream per run instead of one message per slot: the run's text slots are
+appended to it one after the other (a blank line between messages), and each tool
+call's op carries a `Task` that is sent as a task card, updated in place by its id
+(the toolCallId) as the call runs and ends. The op with `run_over` (the run's final
+status) stops the stream; an op of another run stops it as well.
+
+- The first op of a run starts the stream only with a start to spare in the
+  platform's budget; otherwise, and in chats that do not stream, each op is carried
+  out as the message it also is (`False`: the ordinary call follows).
+- A stream the platform ended (`StreamEnded`: Slack ends one after about five
+  minutes) rolls over: a new stream, below it, takes the rest of the text and the
+  cards still running. Appends wait for their budget (Tier 4 on Slack); meanwhile
+  newer text merges into the queued op, so appends grow instead of multiplying.
+- A text that no longer extends what its slot streamed (rare: the final text differs
+  from the deltas) ends the stream, and the slot is posted whole below it. Nothing
+  is lost; the reader may see a part twice.
+- While a tool runs, a thread's status line names it ("is running `npm test`…"),
+  set only with a call to spare and cleared when the run's stream ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from bridge.model import Delete, Edit, MessageGone, PlatformError, Send
+from bridge.outbox.recovery import as_send
+from bridge.outbox.refusals import is_refusal
+from bridge.outbox.streams import RunStream, StreamEnded, extension, markdown_of, pieces
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from bridge.model import PlatformLimits, Task
+    from bridge.outbox.lanes import Entry
+    from bridge.outbox.slots import SlotMap
+    from bridge.outbox.streams import Streaming, Streams
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = "\n\n"  # between the texts of a run's messages in its stream
+
+
+async def run_streamed(
+    entry: Entry,
+    slots: SlotMap,
+    clock: Callable[[], float],
+    streams: Streams,
+    limits: PlatformLimits,
+) -> bool:
+    """Carry out `entry`'s op on its run's stream where it belongs there; False when
+    the ordinary call of `entry.op` (possibly changed to a Send) is still to be made."""
+    op = entry.op
+    live = streams.run_of(entry.key)
+    if not isinstance(op, Send | Edit | Delete):
+        return False
+    if isinstance(op, Delete):
+        return live is not None and _deleted(live, op.slot, slots)
+    if live is not None and (op.run_over or (op.run and op.run != live.run)):
+        await close(entry.key, live, slots, streams, limits)
+        live = None
+    if not op.run or op.run_over or op.buttons:
+        return False
+    stream = streams.adapter
+    if live is not None and op.slot not in live.parts and slots.get(op.slot) is not None:
+        return False  # posted as a message before the stream began: edited as one
+    if live is None:
+        return stream is not None and await _start(entry, op, slots, clock, streams, limits)
+    assert stream is not None  # a live run stream was started through it
+    if op.task is not None:
+        return await _card(stream, entry, live, op.slot, op.task, streams, limits)
+    return await _text(stream, entry, live, op, slots, clock, streams, limits)
+
+
+async def close(
+    key: str, live: RunStream, slots: SlotMap, streams: Streams, limits: PlatformLimits
+) -> None:
+    """Stop the run's stream as it stands and clear the thread's status line. Its text
+    slots forget the stream message: a later edit must not replace the whole stream."""
+    streams.close_run(key)
+    for slot in live.parts:
+        slots.forget(slot)
+    stream = streams.adapter
+    if stream is None:
+        return
+    try:
+        await streams.stop_turn(limits)
+        await stream.stop_stream(live.ref, "")
+    except (StreamEnded, MessageGone):
+        pass  # already ended: it shows what it shows
+    if live.status:
+        await _status(stream, live, "", streams, limits, force=True)
+
+
+def _deleted(live: RunStream, slot: str, slots: SlotMap) -> bool:
+    """A card stays as it last was (it has no message of its own to delete); a text
+    part stays in the stream, which cannot take text back."""
+    if live.tasks.pop(slot, None) is not None:
+        return True
+    if live.parts.pop(slot, None) is not None:
+        slots.forget(slot)
+        return True
+    return False
+
+
+async def _start(
+    entry: Entry,
+    op: Send | Edit,
+    slots: SlotMap,
+    clock: Callable[[], float],
+    streams: Streams,
+    limits: PlatformLimits,
+) -> bool:
+    stream = streams.usable(entry.chat)
+    if stream is None or not streams.start_spare(limits):
+        return False
+    text = "" if op.task is not None else markdown_of(op)
+    first, *rest = pieces(text, limits.max_text) or [""]
+    tasks = (op.task,) if op.task is not None else ()
+    try:
+        ref = await stream.start_stream(entry.chat, first, tasks)
+    except PlatformError as exc:
+        if not is_refusal(exc):
+            raise
+        streams.refuse(entry.chat, exc)
+        return False
+    live = RunStream(op.run, entry.chat, ref)
+    streams.open_run(entry.key, live)
+    if op.task is not None:
+        live.tasks[op.slot] = op.task
+        await _status(stream, live, _running(op.task), streams, limits)
+        return True
+    live.parts[op.slot] = first
+    slots.bind(op.slot, ref, clock())
+    if rest:
+        return await _text(stream, entry, live, op, slots, clock, streams, limits)
+    return True
+
+
+async def _text(
+    stream: Streaming,
+    entry: Entry,
+    live: RunStream,
+    op: Send | Edit,
+    slots: SlotMap,
+    clock: Callable[[], float],
+    streams: Streams,
+    limits: PlatformLimits,
+) -> bool:
+    markdown, shown = markdown_of(op), live.parts.get(op.slot)
+    before = ""
+    if shown is None:  # the run's next message
+        if not markdown.strip():
+            return True
+        before = SEPARATOR if not live.empty else ""
+        live.parts[op.slot] = shown = ""
+    more = extension(shown, markdown)
+    if more is None:
+        log.info("outbox: a run's text no longer extends its stream; posting it whole")
+        await close(entry.key, live, slots, streams, limits)
+    elif not more or await _append(stream, entry, live, op.slot, more, (), streams, limits, before):
+        slots.bind(op.slot, live.ref, clock())
+        return True
+    slots.forget(op.slot)
+    entry.op = _as_send(op)
+    return False
+
+
+async def _card(
+    stream: Streaming,
+    entry: Entry,
+    live: RunStream,
+    slot: str,
+    task: Task,
+    streams: Streams,
+    limits: PlatformLimits,
+) -> bool:
+    """Show `task` as its card; False when the stream is gone: posted instead."""
+    if live.tasks.get(slot) != task:
+        if not await _append(stream, entry, live, slot, "", (task,), streams, limits):
+            return False
+        live.tasks[slot] = task
+    status = _running(task) if task.status == "in_progress" else live.status
+    if status != live.status:
+        await _status(stream, live, status, streams, limits)
+    return True
+
+
+async def _append(
+    stream: Streaming,
+    entry: Entry,
+    live: RunStream,
+    slot: str,
+    text: str,
+    tasks: Sequence[Task],
+    streams: Streams,
+    limits: PlatformLimits,
+    before: str = "",
+) -> bool:
+    """Append `text` (in pieces the platform takes) and `tasks` to the run's stream,
+    noting what went out; a stream the platform ended rolls over to a new one. False
+    when that fails: the run has no stream any more."""
+    chunks = pieces(before + text, limits.max_text) or [""]
+    for i, piece in enumerate(chunks):
+        cards = tasks if i == len(chunks) - 1 else ()
+        await streams.append_turn(limits)
+        try:
+            await stream.append_stream(live.ref, piece, cards)
+        except StreamEnded:
+            if not await _roll_over(stream, entry, live, slot, piece, cards, streams, limits):
+                return False
+        if slot in live.parts:
+            live.parts[slot] += piece.removeprefix(before) if i == 0 else piece
+    return True
+
+
+async def _roll_over(
+    stream: Streaming,
+    entry: Entry,
+    live: RunStream,
+    slot: str,
+    piece: str,
+    tasks: Sequence[Task],
+    streams: Streams,
+    limits: PlatformLimits,
+) -> bool:
+    """Go on in a new stream: `piece`, with the cards of the calls still running.
+    False when none starts (the chat refused it, or its budget or the platform's
+    health said no): the run's ops are posted as messages from then on."""
+    running = [t for s, t in live.tasks.items() if t.status == "in_progress" and s != slot]
+    await streams.start_turn(limits)
+    try:
+        live.ref = await stream.start_stream(live.chat, piece.lstrip("\n"), [*running, *tasks])
+    except PlatformError as exc:
+        streams.close_run(entry.key)
+        if is_refusal(exc):
+            streams.refuse(live.chat, exc)
+        log.info("outbox: a run's stream ended and no new one started: %s", exc)
+        return False
+    log.info("outbox: a run's stream ended; it goes on in a new one")
+    return True
+
+
+async def _status(
+    stream: Streaming,
+    live: RunStream,
+    text: str,
+    streams: Streams,
+    limits: PlatformLimits,
+    *,
+    force: bool = False,
+) -> None:
+    """Set the thread's status line; a refusal or a busy budget leaves it be."""
+    if live.chat.thread_id is None or not (force or streams.status_spare(limits)):
+        return
+    try:
+        await stream.set_status(live.chat, text)
+    except PlatformError as exc:
+        log.debug("outbox: thread status not set: %s", exc)
+        return
+    live.status = text
+
+
+def _running(task: Task) -> str:
+    return f"is running {task.title}…"
+
+
+def _as_send(op: Send | Edit) -> Send:
+    return op if isinstance(op, Send) else as_send(op)
