@@ -211,8 +211,11 @@ async def _drive(
 
 
 def _visible(call: Call) -> str:
-    if "Stream" in call.method:  # what the call adds to the stream
-        return str(call.args.get("markdown_text") or "")
+    if "Stream" in call.method:  # what the call adds to the stream: its markdown chunks
+        chunks = call.args.get("chunks") or []
+        parsed = json.loads(chunks) if isinstance(chunks, str) else list(chunks)
+        text = [str(c.get("text") or "") for c in parsed if c.get("type") == "markdown_text"]
+        return str(call.args.get("markdown_text") or "") + "".join(text)
     blocks = call.args.get("blocks") or []
     parsed = json.loads(blocks) if isinstance(blocks, str) else list(blocks)
     return Posted("", "", str(call.args.get("text") or ""), parsed).visible

@@ -36,6 +36,8 @@ def absorb(lane: Lane, entry: Entry) -> Merge:
     op = entry.op
     if isinstance(op, Edit):
         prior = lane.last_for(entry.key, op.slot)
+        if prior is not None and op.run_over and lane.followed(prior):
+            return Merge()  # merged there, the run's end would pass the run's last ops
         merged = with_content(prior.op, op) if prior is not None else None
         if prior is None or merged is None:
             return Merge()
@@ -60,8 +62,8 @@ def catch_up(lane: Lane, entry: Entry) -> Entry | None:
     it while it was in flight, so the retry carries the newest content. Returns the
     Edit taken in, now removed from the queue."""
     later = lane.next_for(entry)
-    if later is None or not isinstance(later.op, Edit):
-        return None
+    if later is None or not isinstance(later.op, Edit) or later.op.run_over:
+        return None  # (a run's end keeps its place after the run's last ops)
     merged = with_content(entry.op, later.op)
     if merged is None:
         return None

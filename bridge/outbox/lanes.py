@@ -56,6 +56,15 @@ class Lane:
                 return None if entry.in_flight else entry
         return None
 
+    def followed(self, entry: Entry) -> bool:
+        """Whether an op of `entry`'s conversation is queued after it."""
+        behind = False
+        for later in self.queue:
+            if behind and later.key == entry.key:
+                return True
+            behind = behind or later is entry
+        return False
+
     def next_for(self, entry: Entry) -> Entry | None:
         """The first entry after `entry` that touches the same slot."""
         slot, behind = slot_of(entry.op), False

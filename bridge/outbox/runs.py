@@ -65,8 +65,8 @@ async def run_streamed(
     if not op.run or op.run_over or op.buttons:
         return False
     stream = streams.adapter
-    if live is not None and op.slot not in live.parts and slots.get(op.slot) is not None:
-        return False  # posted as a message before the stream began: edited as one
+    if slots.get(op.slot) is not None and (live is None or op.slot not in live.parts):
+        return False  # posted as a message (no stream had room for it): edited as one
     if live is None:
         return stream is not None and await _start(entry, op, slots, clock, streams, limits)
     assert stream is not None  # a live run stream was started through it
@@ -239,6 +239,8 @@ async def _roll_over(
         if is_refusal(exc):
             streams.refuse(live.chat, exc)
         log.info("outbox: a run's stream ended and no new one started: %s", exc)
+        if live.status:
+            await _status(stream, live, "", streams, limits, force=True)
         return False
     log.info("outbox: a run's stream ended; it goes on in a new one")
     return True

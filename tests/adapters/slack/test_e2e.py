@@ -210,6 +210,16 @@ async def test_a_dangerous_commands_yes_is_refused_to_others_and_runs_for_approv
         await slack.acked(await slack.press(dialog.ts, yes, user=presser))
         await until_shown(slack, root, "Finished cleaning.")
         await until_shown(slack, root, "chose: Yes")
+        # The dialog was an ordinary message beside the run's stream, which holds the
+        # answer and the approved command's task card.
+        assert dialog.stream is None
+        await until_shown(slack, root, "✅ done")
+        [streamed] = [m for m in slack.messages.values() if m.stream is not None]
+        assert streamed.stream is not None
+        assert streamed.stream.text == "Finished cleaning."
+        [card] = streamed.stream.tasks.values()
+        assert card.title.startswith("bash rm -rf build")
+        assert card.status == "complete"
     assert any("CLEANED-42" in str(m) for r in fake_llm.requests for m in r.messages)
 
 
