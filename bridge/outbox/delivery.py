@@ -28,9 +28,10 @@ from bridge.model import (
 from bridge.outbox.calls import call
 from bridge.outbox.coalesce import absorb, catch_up
 from bridge.outbox.drafts import Drafts
-from bridge.outbox.lanes import Entry, Lane, kind_of, slot_of
+from bridge.outbox.lanes import Entry, Lane, is_routine, kind_of, slot_of
 from bridge.outbox.pacing import Budget, interval
 from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover
+from bridge.outbox.runs import held
 from bridge.outbox.slots import SlotMap
 from bridge.outbox.stats import OutboxStats
 from bridge.outbox.streams import Streams
@@ -102,7 +103,7 @@ class Outbox:
     def submit(self, key: str, chat: ChatRef, ops: Sequence[Op]) -> None:
         """Queue `ops` for `chat`; slots are named within the conversation `key`."""
         for op in ops:
-            entry = Entry(key, chat, op)
+            entry = Entry(key, chat, op, since=self._clock())
             # Reactions get an unpaced lane too: no message rate, yet in order.
             lane = (
                 self._presses
@@ -154,7 +155,7 @@ class Outbox:
         pending (a conversation made anew starts its slots anew)."""
         now = self._clock()
         for chat_id, lane in list(self._lanes.items()):
-            if not lane.queue and not lane.running and _rested(lane, now):
+            if not lane.queue and not lane.running and lane.rested(now):
                 del self._lanes[chat_id]
         for key in [k for k in self._slots if k not in keep and not self._outstanding[k]]:
             del self._slots[key]
@@ -234,12 +235,18 @@ class Outbox:
             head = lane.queue[0]
             if not self._prepare(lane, head):
                 continue
+            if self._held(head):
+                if lane.defer(head.key):  # other conversations of the chat go meanwhile
+                    self.stats.deferred += 1
+                else:
+                    await self._sleep(SPARE_POLL)
+                continue
             delay = self._ready_at(lane, head) - self._clock()
             if delay > 0:
                 await self._sleep(delay)
                 continue  # the head may have been merged or cancelled meanwhile
             limits = self._limits
-            routine = _routine(head.op)
+            routine = is_routine(head.op)
             if routine and not self._edits.spare(limits.edit_rate, limits.edit_burst):
                 # No edit to spare: let the chat's other ops go first, or wait for one.
                 if not self._step_aside(lane, head):
@@ -253,11 +260,16 @@ class Outbox:
                 return head
         return None
 
+    def _held(self, head: Entry) -> bool:
+        if not self.streams.adapter or isinstance(head.op, AnswerPress | React):
+            return False  # (a press makes no slot map)
+        return held(head, self._slot_map(head.key), self.streams, self._limits, self._clock())
+
     def _step_aside(self, lane: Lane, head: Entry) -> bool:
         """Move a routine Edit at the head behind the rest of its lane, if anything
         there is not routine. Its slot has no other queued op (newer edits merged into
         it), so nothing of its slot is passed; other slots' order is kept."""
-        if not any(not _routine(entry.op) for entry in lane.queue if entry is not head):
+        if not any(not is_routine(entry.op) for entry in lane.queue if entry is not head):
             return False
         lane.queue.remove(head)
         lane.queue.append(head)
@@ -373,15 +385,6 @@ class Outbox:
             adopted = placed is not None and placed.adopted
         tried = Tried(adopted, entry.clipped, entry.transient_tries)
         return recover(op, exc, tried, limits=self._limits, max_retries=self._max_retries)
-
-
-def _rested(lane: Lane, now: float) -> bool:
-    """Whether `lane`'s next call could go out now: its pacing has nothing left to keep."""
-    return max(lane.next_call_at, lane.hold_until) <= now
-
-
-def _routine(op: Op) -> bool:
-    return isinstance(op, Edit) and op.routine
 
 
 def _log_drop(lane: Lane, entry: Entry, error: Exception | None) -> None:

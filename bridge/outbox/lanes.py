@@ -29,6 +29,8 @@ class Entry:
     transient_tries: int = 0
     clipped: bool = False
     drafted: bool = False  # its last call showed a draft, which is no chat message
+    since: float = 0.0  # when it was submitted (the outbox's clock)
+    start: bool = False  # a stream start of the platform's budget is taken for it
 
     def renew(self, op: Op) -> None:
         """New content replaces the op: a cut made for the old text no longer applies.
@@ -47,6 +49,20 @@ class Lane:
     running: bool = False  # a worker is serving this lane
     next_call_at: float = -math.inf  # per-chat pacing
     hold_until: float = -math.inf  # retry_after or back-off
+
+    def rested(self, now: float) -> bool:
+        """Whether the next call could go out now: pacing has nothing left to keep."""
+        return max(self.next_call_at, self.hold_until) <= now
+
+    def defer(self, key: str) -> bool:
+        """Move the entries of conversation `key` behind the others, in their order;
+        False when the lane holds nothing else."""
+        mine = [entry for entry in self.queue if entry.key == key]
+        if len(mine) == len(self.queue):
+            return False
+        others = [entry for entry in self.queue if entry.key != key]
+        self.queue = deque(others + mine)
+        return True
 
     def last_for(self, key: str, slot: str) -> Entry | None:
         """The newest entry touching `slot` if it can still be merged with: None when
@@ -88,6 +104,10 @@ _KINDS: Final[dict[type, str]] = {
 def kind_of(op: Op) -> str:
     """The adapter method an op calls, as counted in `OutboxStats.calls`."""
     return _KINDS[type(op)]
+
+
+def is_routine(op: Op) -> bool:
+    return isinstance(op, Edit) and op.routine
 
 
 def slot_of(op: Op) -> str | None:

@@ -8,8 +8,9 @@ call's op carries a `Task` that is sent as a task card, updated in place by its 
 status) stops the stream; an op of another run stops it as well.
 
 - The first op of a run starts the stream only with a start to spare in the
-  platform's budget; otherwise, and in chats that do not stream, each op is carried
-  out as the message it also is (`False`: the ordinary call follows).
+  platform's budget. A run's first text waits for one while it grows (`held`), up to
+  `HOLD_LIMIT`; otherwise, and in chats that do not stream, each op is carried out as
+  the message it also is (`False`: the ordinary call follows).
 - A stream the platform ended (`StreamEnded`: Slack ends one after about five
   minutes) rolls over: a new stream, below it, takes the rest of the text and the
   cards still running. Appends wait for their budget (Tier 4 on Slack); meanwhile
@@ -42,6 +43,33 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEPARATOR = "\n\n"  # between the texts of a run's messages in its stream
+# Seconds a run's first text may wait for a stream start, gathering its text; past
+# that it is posted and edited.
+HOLD_LIMIT = 30.0
+
+
+def held(
+    entry: Entry, slots: SlotMap, streams: Streams, limits: PlatformLimits, now: float
+) -> bool:
+    """Whether `entry` waits for a stream start: the first text of a run in a chat that
+    streams, still growing, when no start is spare. Queued, it takes in the text that
+    follows; a start that frees up streams it all at once, and the message's end (which
+    clears `draft`) or `HOLD_LIMIT` lets it go as an ordinary message. Under load this
+    costs Slack's shared `chat.update` budget nothing: a message posted whole is one
+    call of the channel's own rate. A start found spare is taken for the entry
+    (`Entry.start`), so the first text that asks gets it, not every waiting one."""
+    op = entry.op
+    if entry.start or not isinstance(op, Send | Edit) or not (op.run and op.draft):
+        return False
+    if op.task is not None or now - entry.since >= HOLD_LIMIT:
+        return False
+    if streams.run_of(entry.key) is not None or slots.get(op.slot) is not None:
+        return False
+    if streams.usable(entry.chat) is None:
+        return False
+    # Taken now, for this entry: of many waiting, only one goes when a start frees up.
+    entry.start = streams.start_spare(limits)
+    return not entry.start
 
 
 async def run_streamed(
@@ -115,8 +143,9 @@ async def _start(
     limits: PlatformLimits,
 ) -> bool:
     stream = streams.usable(entry.chat)
-    if stream is None or not streams.start_spare(limits):
+    if stream is None or not (entry.start or streams.start_spare(limits)):
         return False
+    entry.start = False
     text = "" if op.task is not None else markdown_of(op)
     first, *rest = pieces(text, limits.max_text) or [""]
     tasks = (op.task,) if op.task is not None else ()

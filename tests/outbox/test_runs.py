@@ -17,6 +17,7 @@ import pytest
 
 from bridge.model import ChatRef, Edit, PlatformError, PlatformLimits, Send, Task
 from bridge.outbox.coalesce import with_content
+from bridge.outbox.runs import HOLD_LIMIT
 from tests.support import marked_ops
 from tests.support.marked_ops import serving
 from tests.support.recording_adapter import FakeClock, StreamingAdapter
@@ -521,3 +522,79 @@ def test_a_send_merged_with_a_newer_edit_carries_the_edits_card() -> None:
         run=RUN,
         task=card("a", "complete", "ok"),
     )
+
+
+# --- a run's first text waits for a start ---------------------------------------------------
+
+ELSEWHERE = ChatRef("C2", thread_id="2.0")
+OTHER_KEY = "slack:T1:C2:2.0"
+
+
+# One start, then one every `every` seconds.
+def starts_every(every: float) -> PlatformLimits:
+    return PlatformLimits(chat_rate=100.0, edit_interval=0.0, stream_rate=1 / every)
+
+
+async def _take_the_start(outbox: Outbox) -> None:
+    """Run 1 in C1 streams, taking the only start there is."""
+    await deliver(outbox, [said("text:1:1:0", "one", draft=True)])
+
+
+async def test_a_first_text_without_a_start_waits_and_streams_all_it_gathered() -> None:
+    clock = FakeClock()
+    platform = platform_for(clock, starts_every(6.0))
+    async with serving(platform, clock) as outbox:
+        await _take_the_start(outbox)
+        growing = [said("text:1:1:0", "a", draft=True)]
+        growing.append(said("text:1:1:0", "a b", edit=True, draft=True))
+        outbox.submit(OTHER_KEY, ELSEWHERE, growing)
+        await outbox.flush()
+    [start] = [c for c in platform.calls_of("stream_start") if c.chat == ELSEWHERE]
+    assert start.text == "a b"  # the whole text gathered while it waited
+    assert start.at >= 6.0  # when the next start was spare
+    assert [c.kind for c in platform.calls if c.chat == ELSEWHERE] == ["stream_start"]
+
+
+async def test_a_held_text_whose_message_ends_first_is_posted_whole_once() -> None:
+    clock = FakeClock()
+    platform = platform_for(clock, starts_every(600.0))
+    async with serving(platform, clock) as outbox:
+        await _take_the_start(outbox)
+        outbox.submit(OTHER_KEY, ELSEWHERE, [said("text:1:1:0", "a", draft=True)])
+        await clock.sleep(5.0)
+        assert [c for c in platform.calls if c.chat == ELSEWHERE] == []  # still waiting
+        rest = [said("text:1:1:0", "a b", edit=True, draft=True)]
+        rest.append(said("text:1:1:0", "a b", edit=True, seal=True))
+        outbox.submit(OTHER_KEY, ELSEWHERE, rest)
+        await outbox.flush()
+    assert [(c.kind, c.text) for c in platform.calls if c.chat == ELSEWHERE] == [("send", "a b")]
+
+
+async def test_a_held_text_goes_as_a_message_after_the_hold_limit() -> None:
+    clock = FakeClock()
+    platform = platform_for(clock, starts_every(600.0))
+    async with serving(platform, clock) as outbox:
+        await _take_the_start(outbox)
+        outbox.submit(OTHER_KEY, ELSEWHERE, [said("text:1:1:0", "a", draft=True)])
+        await outbox.flush()
+    [send] = [c for c in platform.calls if c.chat == ELSEWHERE]
+    assert (send.kind, send.text) == ("send", "a")
+    assert send.at >= HOLD_LIMIT
+
+
+async def test_other_conversations_of_the_chat_pass_a_held_text() -> None:
+    clock = FakeClock()
+    platform = platform_for(clock, starts_every(600.0))
+    neighbour = ChatRef("C1", thread_id="3.0")
+    async with serving(platform, clock) as outbox:
+        await _take_the_start(outbox)
+        outbox.submit(
+            "slack:T1:C1:2.0", ChatRef("C1", thread_id="2.0"), [said("t", "a", draft=True)]
+        )
+        outbox.submit("slack:T1:C1:3.0", neighbour, [Send("notice:1", "hello")])
+        await clock.sleep(1.0)
+        assert [(c.kind, c.text) for c in platform.calls if c.chat == neighbour] == [
+            ("send", "hello")
+        ]
+        await outbox.flush()
+    assert platform.texts("C1")[-2:] == ["hello", "a"]  # the held one went last
