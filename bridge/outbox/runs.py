@@ -107,19 +107,20 @@ async def close(
     key: str, live: RunStream, slots: SlotMap, streams: Streams, limits: PlatformLimits
 ) -> None:
     """Stop the run's stream as it stands and clear the thread's status line. Its text
-    slots forget the stream message: a later edit must not replace the whole stream."""
+    slots forget the stream message: a later edit must not replace the whole stream.
+    A stop that fails for a while (a rate limit, an outage) leaves the stream open, for
+    the retry of the same op to stop."""
+    stream = streams.adapter
+    if stream is not None:
+        try:
+            await streams.stop_turn(limits)
+            await stream.stop_stream(live.ref, "")
+        except (StreamEnded, MessageGone):
+            pass  # already ended: it shows what it shows
     streams.close_run(key)
     for slot in live.parts:
         slots.forget(slot)
-    stream = streams.adapter
-    if stream is None:
-        return
-    try:
-        await streams.stop_turn(limits)
-        await stream.stop_stream(live.ref, "")
-    except (StreamEnded, MessageGone):
-        pass  # already ended: it shows what it shows
-    if live.status:
+    if stream is not None and live.status:
         await _status(stream, live, "", streams, limits, force=True)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.model import ChatRef, Edit, PlatformError, PlatformLimits, Send, Task
+from bridge.model import ChatRef, Edit, PlatformError, PlatformLimits, RateLimited, Send, Task
 from bridge.outbox.coalesce import with_content
 from bridge.outbox.runs import HOLD_LIMIT
 from tests.support import marked_ops
@@ -598,3 +598,19 @@ async def test_other_conversations_of_the_chat_pass_a_held_text() -> None:
         ]
         await outbox.flush()
     assert platform.texts("C1")[-2:] == ["hello", "a"]  # the held one went last
+
+
+async def test_a_stop_refused_for_a_while_is_made_again_and_the_run_still_ends() -> None:
+    clock = FakeClock()
+    platform = platform_for(clock)
+    platform.fail_next("stream_stop", RateLimited(2.0))
+    async with serving(platform, clock) as outbox:
+        await deliver(outbox, [OPENING, said("text:1:1:0", "hello", draft=True), over()])
+    assert [k for k, _ in calls(platform)] == [
+        "send",
+        "stream_start",
+        "stream_stop!",
+        "stream_stop",
+        "edit",
+    ]
+    assert platform.streaming == set()
