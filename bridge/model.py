@@ -82,12 +82,13 @@ class Attachment:
     loop), and only when its announced `size` is within the cap.
 
     `fetch(cap)` returns the file's bytes, or raises `AttachmentRefused` (too large,
-    not an image, not reachable); it stops reading past `cap` bytes.
-    """
+    not reachable); it stops reading past `cap` bytes."""
 
     mime_type: str
     size: int | None  # as the platform announced it; None: unknown
     fetch: Callable[[int], Awaitable[bytes]] = field(compare=False, repr=False)
+    kind: Literal["image", "file"] = "image"  # "file": saved in the workspace's inbox/
+    name: str = ""  # the file's name as sent (unsafe: `bridge.inbox.safe_filename`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,7 @@ class BridgeOptions:
     drain_timeout: float = 30.0  # on shutdown, runs may finish for this long
     dedupe_ttl: float = 24 * 60 * 60  # platforms redeliver within minutes; a day is ample
     inbox_size: int = 64  # queued messages per conversation before "slow down"
+    file_max_bytes: int = 50 * 2**20  # a file a person sends, saved in the workspace
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
     # The conversation keys this bridge serves start with this ("": any). Bridges of

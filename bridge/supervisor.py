@@ -220,7 +220,8 @@ class Supervisor:
                 # Buttons live only in their conversation's memory: none is live here.
                 await dead_press(self.s, inbound.key, inbound.chat, inbound.press)
                 return True
-            if isinstance(route(inbound, View(prefixes=self.s.prefixes)), Ignore):
+            nothing = isinstance(route(inbound, View(prefixes=self.s.prefixes)), Ignore)
+            if nothing and not inbound.attachments:  # a file alone is something
                 return True  # nothing to do: no conversation (and no store record) for it
             conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.s)
             self.conversations[inbound.key] = conversation

@@ -294,12 +294,12 @@ class SlackAdapter:
             return False
         return True
 
-    async def download(self, url: str, cap: int = MAX_IMAGE_BYTES) -> bytes:
-        """An image from `url_private`, fetched with the bot token; at most `cap` bytes.
+    async def download(self, url: str, cap: int = MAX_IMAGE_BYTES, *, image: bool = True) -> bytes:
+        """A file from `url_private`, fetched with the bot token; at most `cap` bytes.
 
         Raises `AttachmentRefused` with the reason (for the person who sent it): a URL
         off Slack's file hosts (a remote file may name any URL, and the token must go
-        to Slack alone), a refusal, something that is not an image, or one too large.
+        to Slack alone), a refusal, an `image` that is not one, or one too large.
         """
         if not token_may_go_to(url, str(self.client.base_url)):
             log.warning("not fetching a file off Slack's hosts: %s", urlsplit(url).netloc)
@@ -313,19 +313,21 @@ class SlackAdapter:
                 aiohttp.ClientSession(timeout=timeout) as session,
                 session.get(url, headers=headers) as response,
             ):
-                _check_image(response, cap)
+                _check(response, cap, image=image)
                 return await _read_capped(response.content, cap)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            log.warning("image download failed: %s", exc)
+            log.warning("file download failed: %s", exc)
             raise AttachmentRefused("it could not be fetched from Slack") from exc
 
 
-def _check_image(response: aiohttp.ClientResponse, cap: int) -> None:
-    """Refuse before reading: not the image (an error, or without files:read Slack's
-    HTML sign-in page), or a body announced larger than `cap`."""
+def _check(response: aiohttp.ClientResponse, cap: int, *, image: bool) -> None:
+    """Refuse before reading: not the file (an error, or, without files:read, Slack's
+    HTML sign-in page: no image, and for other files refused as text/html, so an
+    .html file a person shares is refused too), or a body announced over `cap`."""
     mime = response.headers.get("Content-Type", "").split(";")[0].strip()
-    if response.status != 200 or not mime.startswith("image/"):
-        log.warning("image download refused: HTTP %s, %s", response.status, mime)
+    wrong = not mime.startswith("image/") if image else mime == "text/html"
+    if response.status != 200 or wrong:
+        log.warning("file download refused: HTTP %s, %s", response.status, mime)
         raise AttachmentRefused("Slack would not hand it over")
     if response.content_length is not None and response.content_length > cap:
         raise AttachmentRefused(f"it is {_mb(response.content_length)}, the limit is {_mb(cap)}")

@@ -6,8 +6,9 @@ only when the bridge already owns the thread (`known_threads`), so chatter in
 other threads is never seen; a DM is one conversation, `slack:<team>:<channel>`.
 
 Slack delivers a mention in a thread twice (an `app_mention` and a `message`
-event with different event ids): the `message` copy is dropped here. Images are
-only listed (`ImageFile`); the adapter downloads them with the bot token.
+event with different event ids): the `message` copy is dropped here. Shared files
+(images, and any other file) are only listed (`SharedFile`); the bridge has the
+adapter download them with the bot token once the message is admitted.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from adapters.malformed import ignore_malformed
 from bridge.controls import COMMANDS
@@ -42,16 +43,20 @@ class Identity:
 
 
 @dataclass(frozen=True, slots=True)
-class ImageFile:
+class SharedFile:
+    """A file shared in a message: an image, or (`kind` "file") any other file."""
+
     url: str
     mime_type: str
     size: int | None = None  # as Slack announced it
+    kind: Literal["image", "file"] = "image"
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Converted:
     inbound: Inbound
-    image_files: tuple[ImageFile, ...] = ()
+    shared_files: tuple[SharedFile, ...] = ()
 
 
 def thread_key(team: str, channel: str, thread_ts: str) -> str:
@@ -166,7 +171,7 @@ def _converted(
         message_id=str(message.get("ts") or "") or None,
         private_reply=press_ref(chat.chat_id, user, chat.thread_id or "") if private else "",
     )
-    return Converted(_typed(inbound), image_files(message))
+    return Converted(_typed(inbound), shared_files(message))
 
 
 def _typed(inbound: Inbound) -> Inbound:
@@ -218,14 +223,18 @@ def _is_command_word(word: str, count: int) -> bool:
     return command.action == "stop" or (count == 1 and command.action == "control")
 
 
-def image_files(message: Mapping[str, Any]) -> tuple[ImageFile, ...]:
+def shared_files(message: Mapping[str, Any]) -> tuple[SharedFile, ...]:
     found = []
     for file in message.get("files") or ():
         mime = str(file.get("mimetype") or "")
         url = file.get("url_private_download") or file.get("url_private")
         size = file.get("size")
-        if mime.startswith("image/") and url:
-            found.append(ImageFile(str(url), mime, size if isinstance(size, int) else None))
+        if not url:
+            continue
+        kind: Literal["image", "file"] = "image" if mime.startswith("image/") else "file"
+        name = str(file.get("name") or file.get("title") or "")
+        sized = size if isinstance(size, int) else None
+        found.append(SharedFile(str(url), mime or "application/octet-stream", sized, kind, name))
     return tuple(found)
 
 

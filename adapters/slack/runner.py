@@ -205,8 +205,14 @@ class Intake:
         # Not downloaded here: the bridge fetches them once the message is admitted,
         # in the conversation's own task (see `bridge.model.Attachment`).
         files = tuple(
-            Attachment(f.mime_type, f.size, functools.partial(self.adapter.download, f.url))
-            for f in converted.image_files
+            Attachment(
+                f.mime_type,
+                f.size,
+                functools.partial(self.adapter.download, f.url, image=f.kind == "image"),
+                kind=f.kind,
+                name=f.name,
+            )
+            for f in converted.shared_files
         )
         # Slack was acked already: an inbound the bridge could not take in is handed
         # in again here (bridge/admission.py).

@@ -23,7 +23,7 @@ REQUIRED: dict[str, str] = {
 }
 # Without these one feature is missing; the rest works.
 OPTIONAL: dict[str, str] = {
-    "files:read": "images people attach",
+    "files:read": "files and images people share (saved in the workspace, or shown to the agent)",
     "reactions:write": "reactions on the messages the agent works on",
     "usergroups:read": "user groups as allowed users or approvers",
     "commands": "the /pi command",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from adapters.malformed import ignore_malformed
 from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
@@ -47,13 +47,16 @@ class Me:
 
 @dataclass(frozen=True, slots=True)
 class Incoming:
-    """An update taken for the bridge; `file_id` is an image still to download, of
-    `file_size` bytes as Telegram announced it (None: not said)."""
+    """An update taken for the bridge; `file_id` is a file still to download, of
+    `file_size` bytes as Telegram announced it (None: not said): an image, or (`kind`
+    "file") a document, audio, video or voice note, named `file_name`."""
 
     inbound: Inbound
     file_id: str | None = None
     mime_type: str = PHOTO_MIME
     file_size: int | None = None
+    kind: Literal["image", "file"] = "image"
+    file_name: str = ""
 
 
 @ignore_malformed
@@ -113,8 +116,13 @@ def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming
         text = _without_mention(text, me)
     text = _START.sub(r"/help\1", text)
     file_id, mime, size = _image(message)
+    kind: Literal["image", "file"] = "image"
+    name = ""
+    if file_id is None:
+        file_id, mime, size, name = _file(message)
+        kind = "file"
     if not text and file_id is None:
-        return None  # stickers, voice, joins …: nothing the agent can read
+        return None  # stickers, joins …: nothing the agent can read
     chat = chat_ref(message)
     who = sender(message.get("from"))
     replied = message.get("reply_to_message")
@@ -132,7 +140,7 @@ def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming
         from_self=_is_me(who, me),
         is_edit=is_edit,
     )
-    return Incoming(inbound, file_id, mime, size)
+    return Incoming(inbound, file_id, mime, size, kind, name)
 
 
 def _is_group(message: Json) -> bool:
@@ -178,6 +186,28 @@ def _image(message: Json) -> tuple[str | None, str, int | None]:
     if mime.startswith("image/"):  # a photo sent "as file" keeps its quality
         return document["file_id"], mime, _size(document)
     return None, PHOTO_MIME, None
+
+
+# Files a person may send, by message field; the fallback name when they carry none.
+_FILES = {
+    "document": "document",
+    "audio": "audio",
+    "video": "video.mp4",
+    "voice": "voice.ogg",
+    "video_note": "video-note.mp4",
+    "animation": "animation.mp4",
+}
+
+
+def _file(message: Json) -> tuple[str | None, str, int | None, str]:
+    """A file that is not an image: (file_id, MIME type, size, name as sent)."""
+    for field_name, fallback in _FILES.items():
+        file = message.get(field_name)
+        if isinstance(file, dict) and file.get("file_id"):
+            mime = str(file.get("mime_type") or "application/octet-stream")
+            name = str(file.get("file_name") or fallback)
+            return str(file["file_id"]), mime, _size(file), name
+    return None, "application/octet-stream", None, ""
 
 
 def _size(file: Json) -> int | None:

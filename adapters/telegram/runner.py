@@ -155,7 +155,7 @@ async def _register_commands(bot: Bot) -> None:
 class Delivery:
     """One update into the bridge: convert, `handle`.
 
-    A photo is not downloaded here: the inbound carries it as an `Attachment` that the
+    A file is not downloaded here: the inbound carries it as an `Attachment` that the
     bridge fetches after admission, in the conversation's task (a stranger's photo is
     never fetched, and no download holds up the update loop). Raises only
     `AdmissionFailed` (the bridge's store failed: deliver the update again); any other
@@ -174,8 +174,14 @@ class Delivery:
             inbound = incoming.inbound
             if incoming.file_id is not None:
                 fetch = functools.partial(self._download, incoming.file_id)
-                photo = Attachment(incoming.mime_type, incoming.file_size, fetch)
-                inbound = dataclasses.replace(inbound, attachments=(photo,))
+                file = Attachment(
+                    incoming.mime_type,
+                    incoming.file_size,
+                    fetch,
+                    kind=incoming.kind,
+                    name=incoming.file_name,
+                )
+                inbound = dataclasses.replace(inbound, attachments=(file,))
             await self.handle(inbound)
         except AdmissionFailed:
             raise
@@ -183,7 +189,7 @@ class Delivery:
             log.exception("update %s could not be delivered", update.update_id)
 
     async def _download(self, file_id: str, cap: int) -> bytes:
-        """The photo, at most `cap` bytes: refused before downloading when getFile
+        """The file, at most `cap` bytes: refused before downloading when getFile
         announces more, and given up as soon as the body outgrows it anyway."""
         try:
             with anyio.fail_after(DOWNLOAD_TIMEOUT):
@@ -194,6 +200,8 @@ class Delivery:
                     raise AttachmentRefused("Telegram gave no file to download")
                 return await _fetch_capped(file.file_path, cap)
         except TelegramError as exc:
+            if "too big" in str(exc).lower():
+                raise AttachmentRefused(TOO_BIG_FOR_THE_CLOUD) from exc
             raise AttachmentRefused(f"Telegram would not hand it over: {exc}") from exc
 
 
@@ -213,9 +221,15 @@ async def _fetch_capped(url: str, cap: int) -> bytes:
                 if len(data) > cap:
                     raise AttachmentRefused(f"it is over the limit of {_mb(cap)}")
     except httpx.HTTPError as exc:
-        log.warning("photo download failed: %s", type(exc).__name__)
+        log.warning("file download failed: %s", type(exc).__name__)
         raise AttachmentRefused("it could not be fetched from Telegram") from exc
     return bytes(data)
+
+
+TOO_BIG_FOR_THE_CLOUD = (
+    "Telegram's cloud Bot API hands bots files of at most 20 MB; a local Bot API server "
+    "(`[telegram] api_base_url`) serves larger ones"
+)
 
 
 def _mb(size: int) -> str:

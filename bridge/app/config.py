@@ -264,6 +264,7 @@ def _build(
         drain_timeout=limits.drain_timeout,
         dedupe_ttl=limits.dedupe_ttl,
         inbox_size=limits.inbox_size,
+        file_max_bytes=config.files.max_bytes,
         settings=ConversationSettings(**config.defaults.model_dump()),
         chats=chats,
     )

@@ -133,6 +133,10 @@ class ChatSection(_Section):
     verbosity: Verbosity | None = None
 
 
+class FilesSection(_Section):
+    max_bytes: int = Field(default=50 * 2**20, ge=1)  # per file a person sends
+
+
 class MetricsSection(_Section):
     port: int | None = Field(default=None, ge=1, le=65535)  # None: no endpoint
     host: str = "127.0.0.1"  # metrics reveal activity: local unless asked otherwise
@@ -165,6 +169,7 @@ class Config(BaseSettings):
     limits: LimitsSection = LimitsSection()
     defaults: DefaultsSection = DefaultsSection()
     chats: dict[str, ChatSection] = {}
+    files: FilesSection = FilesSection()
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
 

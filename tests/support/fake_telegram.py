@@ -46,6 +46,7 @@ SECRET = "s3cret-token_1"  # a webhook secret (Telegram allows A-Z, a-z, 0-9, _ 
 BOT_USER = {"id": 123456, "is_bot": True, "first_name": "Pi", "username": "pi_test_bot"}
 ALICE = {"id": 42, "is_bot": False, "first_name": "Alice", "username": "alice"}
 MAX_TEXT = 4096
+CLOUD_FILE_MAX = 20 * 2**20  # getFile refuses bigger files ("file is too big")
 MAX_CALLBACK_DATA = 64
 WAIT = 10.0
 # Telegram's flood limits are approximate; the fake catches pacing bugs (edits every
@@ -264,14 +265,16 @@ class FakeTelegram:
         reply_to: int | None = None,
         edit_of: int | None = None,
         photo: bytes | None = None,
+        document: tuple[str, bytes, str] | None = None,
     ) -> Message:
-        """A user's message (or, with `edit_of`, an edit of one) queued as an update."""
+        """A user's message (or, with `edit_of`, an edit of one) queued as an update;
+        `document` is (file name, bytes, MIME type) of a file sent with it."""
         message_id = edit_of if edit_of is not None else self._next_id(chat_id)
         shown = Message(chat_id, message_id, text, text, thread_id=thread_id, sender=user)
         self.messages[(chat_id, message_id)] = shown
         body = shown.json()
         text_field, entities_field = (
-            ("caption", "caption_entities") if photo else ("text", "entities")
+            ("caption", "caption_entities") if photo or document else ("text", "entities")
         )
         body.pop("text", None)
         if text:
@@ -280,6 +283,8 @@ class FakeTelegram:
             body[entities_field] = entities
         if photo is not None:
             body["photo"] = self._photo_sizes(photo)
+        if document is not None:
+            body["document"] = self._document(*document)
         if reply_to is not None:
             body["reply_to_message"] = self.messages[(chat_id, reply_to)].json()
         if edit_of is not None:
@@ -325,8 +330,8 @@ class FakeTelegram:
                     self.updates.remove(update)
         return statuses
 
-    def add_file(self, file_id: str, data: bytes) -> None:
-        self.files[file_id] = (f"photos/{file_id}.jpg", data)
+    def add_file(self, file_id: str, data: bytes, path: str = "") -> None:
+        self.files[file_id] = (path or f"photos/{file_id}.jpg", data)
 
     # --- observing ----------------------------------------------------------------------
 
@@ -555,6 +560,8 @@ class FakeTelegram:
         if file_id not in self.files:
             raise bad_request("invalid file_id")
         path, data = self.files[file_id]
+        if len(data) > CLOUD_FILE_MAX:
+            raise bad_request("file is too big")  # the cloud Bot API's 20 MB rule
         return {
             "file_id": file_id,
             "file_unique_id": f"u{file_id}",
@@ -586,6 +593,18 @@ class FakeTelegram:
 
     def _next_id(self, chat_id: int) -> int:
         return next(self._ids.setdefault(chat_id, itertools.count(1)))
+
+    def _document(self, name: str, data: bytes, mime: str) -> dict[str, Any]:
+        file_id = f"doc{len(self.files) + 1}"
+        self.add_file(file_id, data, f"documents/{file_id}")
+        size = len(data) if self.announced_size is None else self.announced_size
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_name": name,
+            "mime_type": mime,
+            "file_size": size,
+        }
 
     def _photo_sizes(self, data: bytes) -> list[dict[str, Any]]:
         number = len(self.files) + 1

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.slack.convert import (
     Identity,
-    ImageFile,
+    SharedFile,
     candidate_thread,
     clean_text,
     from_action,
@@ -159,10 +159,13 @@ def test_an_edit_is_marked_and_carries_the_new_text() -> None:
     assert converted.inbound.key == "slack:T1:C1:100.1"
 
 
-def test_image_files_are_listed_for_download_and_others_left_out() -> None:
+def test_shared_files_are_listed_for_download_images_apart() -> None:
     converted = from_event(envelope(PHOTO), ME, OWNED)
     assert converted is not None
-    assert converted.image_files == (ImageFile("https://files.example/F1/download", "image/png"),)
+    assert converted.shared_files == (
+        SharedFile("https://files.example/F1/download", "image/png"),
+        SharedFile("https://files.example/F2", "application/pdf", kind="file"),
+    )
     assert converted.inbound.sender.name == "alice"
 
 

@@ -482,6 +482,25 @@ async def test_a_file_off_slacks_hosts_gets_no_request_and_no_token(
     assert "not on Slack's file servers" in told.visible
 
 
+async def test_a_file_shared_alone_lands_in_the_inbox_and_the_agent_reads_it(
+    one_version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    log = b"step 3 failed\nSLACK-FILE-OK\n"
+    fake_llm.add(
+        "A file arrived",
+        Reply(tool_calls=[ToolCall("read", {"path": "inbox/notes.txt"})]),
+        Reply(text="Step 3 failed."),
+    )
+    async with slack_bridge(agent_home, one_version, tmp_path) as slack:
+        url = slack.add_file(log, "text/plain")
+        entry = {"id": "F9", "mimetype": "text/plain", "url_private": url, "size": len(log)}
+        await slack.dm("", files=[{**entry, "name": "notes.txt"}])
+        await until_shown(slack, None, "Step 3 failed.")
+    saved = list((tmp_path / "data" / "workspaces").glob("*/inbox/notes.txt"))
+    assert [p.read_bytes() for p in saved] == [log]
+    assert any("SLACK-FILE-OK" in str(m) for r in fake_llm.requests for m in r.messages)
+
+
 # --- the store failing at admission: handed in again, or the person is told --------------
 
 

@@ -27,7 +27,7 @@ from adapters.slack.convert import (
     ACTION_PREFIX,
     Converted,
     Identity,
-    ImageFile,
+    SharedFile,
     candidate_thread,
     from_action,
     from_event,
@@ -236,10 +236,12 @@ def check_converted(converted: object) -> None:
     assert converted is None or isinstance(converted, Converted), converted
     if converted is not None:
         assert_well_typed(converted.inbound)
-        for file in converted.image_files:
-            assert isinstance(file, ImageFile), file
+        for file in converted.shared_files:
+            assert isinstance(file, SharedFile), file
             assert isinstance(file.url, str), file
-            assert file.mime_type.startswith("image/"), file
+            assert file.mime_type, file
+            assert file.kind == ("image" if file.mime_type.startswith("image/") else "file"), file
+            assert isinstance(file.name, str), file
             assert file.size is None or isinstance(file.size, int), file
 
 

@@ -433,3 +433,56 @@ async def test_a_message_whose_conversation_the_store_never_opens_is_named_not_l
         await fake.wait_for(lambda: fake.confirmed > 0, within=WAIT)
     assert "Please send it again" in told.text
     assert requests_with(fake_llm, "a door that stays shut") == 0
+
+
+# --- files a person sends -------------------------------------------------------------
+
+LOG = b"error: the build failed at step 3\nFILE-CONTENT-OK\n"
+
+
+def _inbox(opts: BridgeOptions) -> Path:
+    return opts.workspace(f"tg:{CHAT}") / "inbox"
+
+
+async def test_a_file_without_a_caption_lands_in_the_inbox_and_the_agent_reads_it(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add(
+        "A file arrived",
+        Reply(tool_calls=[ToolCall("read", {"path": "inbox/build.log"})]),
+        Reply(text="The build failed at step 3."),
+    )
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "", document=("../../build.log", LOG, "text/plain"))
+        await fake.bot_message("The build failed at step 3.", CHAT, within=WAIT)
+    assert (_inbox(opts) / "build.log").read_bytes() == LOG  # unchanged, name made safe
+    asked = [r.last_user_text for r in fake_llm.requests if "A file arrived" in r.last_user_text]
+    assert asked
+    assert "inbox/build.log" in asked[0]
+    assert any("FILE-CONTENT-OK" in str(m) for r in fake_llm.requests for m in r.messages)
+
+
+async def test_a_file_over_the_limit_is_refused_clearly_and_nothing_is_written(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("my caption", Reply(text="Caption noted."))
+    small = dataclasses.replace(opts, file_max_bytes=16)
+    async with telegram_bot(small) as fake:
+        fake.message(CHAT, "my caption", document=("big.log", LOG, "text/plain"))
+        refusal = await fake.bot_message("Couldn't take your file", CHAT, within=WAIT)
+        await fake.bot_message("Caption noted.", CHAT, within=WAIT)
+    assert "the limit is" in refusal.text
+    assert not _inbox(opts).exists() or list(_inbox(opts).iterdir()) == []
+
+
+async def test_a_file_over_the_cloud_bot_apis_20_mb_says_so(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    huge = b"x" * (20 * 2**20 + 1)
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "", document=("huge.bin", huge, "application/octet-stream"))
+        refusal = await fake.bot_message("Couldn't take your file", CHAT, within=WAIT)
+    assert "20 MB" in refusal.text
+    assert "local Bot API server" in refusal.text
+    assert not _inbox(opts).exists() or list(_inbox(opts).iterdir()) == []
+    assert fake_llm.requests == []
