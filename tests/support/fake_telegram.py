@@ -189,6 +189,7 @@ class FakeTelegram:
         # A file server that lies: every file is this many bytes, sent without a length,
         # and `streamed` counts the bytes written before the client hung up.
         self.stream_bytes: int | None = None
+        self.cut_after: int | None = None  # a file download ends after these bytes
         self.streamed = 0
         self.stream_ended = asyncio.Event()
         self.webhook = ""  # the URL setWebhook set; getUpdates then answers 409
@@ -404,9 +405,21 @@ class FakeTelegram:
             return await self._stream(request, self.stream_bytes)
         for file_path, data in self.files.values():
             if file_path == path and request.match_info["token"] == self.token:
+                if self.cut_after is not None:
+                    return await self._cut(request, data, self.cut_after)
                 self.downloads.append(f"done:{path}")
                 return web.Response(body=data, content_type="application/octet-stream")
         return web.Response(status=404)
+
+    async def _cut(self, request: web.Request, data: bytes, cut: int) -> web.StreamResponse:
+        """The download's first `cut` bytes of an announced whole, then a hang-up."""
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.content_length = len(data)
+        await response.prepare(request)
+        await response.write(data[:cut])
+        if request.transport is not None:
+            request.transport.close()
+        return response
 
     async def _stream(self, request: web.Request, size: int) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})

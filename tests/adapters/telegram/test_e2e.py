@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import unicodedata
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -484,5 +485,48 @@ async def test_a_file_over_the_cloud_bot_apis_20_mb_says_so(
         refusal = await fake.bot_message("Couldn't take your file", CHAT, within=WAIT)
     assert "20 MB" in refusal.text
     assert "local Bot API server" in refusal.text
+    assert not _inbox(opts).exists() or list(_inbox(opts).iterdir()) == []
+    assert fake_llm.requests == []
+
+
+async def test_a_file_with_a_hostile_name_is_saved_under_a_clean_one(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    hostile = "\u202e" + "\u05e9\u05dc\u05d5\u05dd\x00\x07" * 30 + "../evil.txt"
+    assert len(hostile.encode()) >= 300
+    fake_llm.add("A file arrived", Reply(text="Noted the file."))
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "", document=(hostile, LOG, "text/plain"))
+        await fake.bot_message("Noted the file.", CHAT, within=WAIT)
+    [saved] = list(_inbox(opts).iterdir())
+    assert saved.read_bytes() == LOG
+    assert saved.name == "evil.txt"  # only the last path component, cleaned
+    said = next(r.last_user_text for r in fake_llm.requests if "A file arrived" in r.last_user_text)
+    assert "inbox/evil.txt" in said
+    assert not any(unicodedata.category(c).startswith("C") for c in said)
+
+
+async def test_an_empty_file_is_saved_empty_and_the_agent_is_told(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("A file arrived", Reply(text="An empty file."))
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "what is this?", document=("empty.txt", b"", "text/plain"))
+        await fake.bot_message("An empty file.", CHAT, within=WAIT)
+    assert (_inbox(opts) / "empty.txt").read_bytes() == b""
+    said = next(r.last_user_text for r in fake_llm.requests if "A file arrived" in r.last_user_text)
+    assert "inbox/empty.txt (0 bytes)" in said
+    assert said.endswith("what is this?")  # the caption is the message
+
+
+async def test_a_download_cut_half_way_leaves_no_file_and_says_so(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    async with telegram_bot(opts) as fake:
+        fake.cut_after = 10
+        fake.message(CHAT, "", document=("cut.log", LOG, "text/plain"))
+        told = await fake.bot_message("Couldn't take your file", CHAT, within=WAIT)
+    assert "could not be fetched" in told.text
+    assert "nothing was sent" in told.text
     assert not _inbox(opts).exists() or list(_inbox(opts).iterdir()) == []
     assert fake_llm.requests == []
