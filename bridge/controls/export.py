@@ -3,7 +3,7 @@
 The agent writes the export where the bridge asks (its session dir), but its
 answer names the file, and the bridge reads it with its own rights: only a
 regular file inside the conversation's session dir or workspace, within
-`MAX_EXPORT_BYTES`, is ever posted (`read_export`).
+`MAX_EXPORT_BYTES`, is ever posted (`read_inside`, which /get uses too).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ async def export(target: Target, arg: str) -> list[Op]:
     answer = str(data(response.data).get("path") or "")
     try:
         path, content = await anyio.to_thread.run_sync(
-            read_export, cwd / answer, (session_dir, cwd), MAX_EXPORT_BYTES
+            read_inside, cwd / answer, (session_dir, cwd), MAX_EXPORT_BYTES
         )
     except ExportRefused as refused:
         return target.renderer.notice(f"⚠️ {refused}")
@@ -60,33 +60,41 @@ async def export(target: Target, arg: str) -> list[Op]:
 
 
 class ExportRefused(Exception):
-    """The agent's export answer names nothing the bridge may post; says why."""
+    """A path names nothing the bridge may post; says why."""
 
 
-def read_export(path: Path, roots: Sequence[Path], cap: int) -> tuple[Path, bytes]:
+def read_inside(
+    path: Path,
+    roots: Sequence[Path],
+    cap: int,
+    *,
+    outside: str = NOT_IN_SESSION,
+    what: str = "The agent's export",
+) -> tuple[Path, bytes]:
     """The contents of `path` (relative names taken from the agent's cwd) if it is a
     regular file of at most `cap` bytes inside one of `roots` once links and `..` are
-    resolved; the bridge's own files (`/proc/self/environ`, its config) never are."""
+    resolved; the bridge's own files (`/proc/self/environ`, its config) never are.
+    `ExportRefused` says `outside`, or that `what` is too large."""
     try:
         real = path.resolve(strict=True)
         if not _inside(real, roots):
-            raise ExportRefused(NOT_IN_SESSION)
+            raise ExportRefused(outside)
         # No link at the end, and no wait on a FIFO: the agent may swap the file meanwhile.
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError) as exc:
-        raise ExportRefused(NOT_IN_SESSION) from exc
+        raise ExportRefused(outside) from exc
     data = b""
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode) or not _inside(_opened(fd, real), roots):
-            raise ExportRefused(NOT_IN_SESSION)
+            raise ExportRefused(outside)
         if status.st_size <= cap:
             with os.fdopen(fd, "rb", closefd=False) as file:
                 data = file.read(cap + 1)  # one still growing is cut off here, not read on
     finally:
         os.close(fd)
     if status.st_size > cap or len(data) > cap:
-        raise ExportRefused(f"The agent's export is larger than {cap / 2**20:g} MB; not sent.")
+        raise ExportRefused(f"{what} is larger than {cap / 2**20:g} MB; not sent.")
     return real, data
 
 

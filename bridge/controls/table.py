@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from bridge.controls import session, settings
 from bridge.controls.export import export
+from bridge.controls.files import get
 from bridge.controls.registry import Command, Registry
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ COMMANDS = Registry(
                 idle_only=True),
         Command("clone", "clone the session", "session", handler=session.clone, idle_only=True),
         Command("export", "export the session as HTML", "session", handler=export),
+        Command("get", "send a file of the workspace", "session", handler=get,
+                usage="<path>"),
         Command("queue", "show queued messages", "session", handler=session.queue,
                 usage="[clear]"),
         Command("model", "show or change the model", "settings", handler=settings.model,

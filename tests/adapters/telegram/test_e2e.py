@@ -530,3 +530,27 @@ async def test_a_download_cut_half_way_leaves_no_file_and_says_so(
     assert "nothing was sent" in told.text
     assert not _inbox(opts).exists() or list(_inbox(opts).iterdir()) == []
     assert fake_llm.requests == []
+
+
+async def test_get_sends_a_workspace_file_unchanged_and_nothing_outside_it(
+    fake_llm: FakeLLM, opts: BridgeOptions, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"NOT-FOR-THE-CHAT")
+    fake_llm.add("A file arrived", Reply(text="Saved it."))
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "", document=("notes.bin", bytes(range(256)), "application/x-raw"))
+        await fake.bot_message("Saved it.", CHAT, within=WAIT)
+        (_inbox(opts) / "out").symlink_to(secret)  # a link out of the workspace
+        fake.message(CHAT, "/get inbox/notes.bin")
+        sent = await fake.bot_message("inbox/notes.bin", CHAT, within=WAIT)
+        for asked in ("../../secret.txt", str(secret), "inbox/out"):
+            fake.message(CHAT, f"/get {asked}")
+            await fake.bot_message("sends only files inside", CHAT, within=WAIT)
+        fake.message(CHAT, "/get inbox/nothing.txt")
+        await fake.bot_message("No file inbox/nothing.txt", CHAT, within=WAIT)
+        refusals = [m for m in fake.bot_messages(CHAT) if "sends only files inside" in m.text]
+    assert sent.document == bytes(range(256))  # the bytes unchanged
+    assert sent.filename == "notes.bin"
+    assert len(refusals) == 3
+    assert not any(m.document and b"NOT-FOR" in m.document for m in fake.bot_messages(CHAT))

@@ -1,0 +1,58 @@
+"""/get <path>: a file of the conversation's workspace, posted into the chat.
+
+Only a regular file inside the workspace (the live agent's cwd) once links and `..`
+are resolved, within `MAX_GET_BYTES`, is posted (`export.read_inside`); an absolute
+path is refused outright, so `/get /etc/passwd`, `/get ../../etc/passwd` and a link
+out of the workspace all get the same answer and nothing is read.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+import anyio
+
+from bridge.controls.export import ExportRefused, read_inside
+from bridge.model import Upload
+
+if TYPE_CHECKING:
+    from bridge.controls.target import Target
+    from bridge.model import Op
+
+# Read into memory and posted whole, as /export: under Telegram's 50 MB for bots.
+MAX_GET_BYTES = 20 * 2**20
+USAGE = "Usage: /get <path>, a file in this conversation's workspace (e.g. /get inbox/build.log)."
+OUTSIDE = "⚠️ /get sends only files inside this conversation's workspace; not sent."
+
+
+async def get(target: Target, arg: str) -> list[Op]:
+    """Post the workspace file `arg` names (relative to the workspace)."""
+    name = arg.strip()
+    if not name:
+        return target.renderer.notice(USAGE)
+    if PurePosixPath(name).is_absolute() or name.startswith("~"):
+        return target.renderer.notice(OUTSIDE)
+    agent = await target.ensure_agent()
+    workspace = Path(await anyio.Path(agent.spec.cwd).resolve())
+    # Decided on the name alone first, so nothing outside is even looked at.
+    if not _within(workspace, name):
+        return target.renderer.notice(OUTSIDE)
+    if not await anyio.Path(workspace / name).is_file():
+        return target.renderer.notice(f"⚠️ No file {name} in this conversation's workspace.")
+    try:
+        path, content = await anyio.to_thread.run_sync(
+            lambda: read_inside(
+                workspace / name, (workspace,), MAX_GET_BYTES, outside=OUTSIDE, what=name
+            )
+        )
+    except ExportRefused as refused:
+        return target.renderer.notice(str(refused))
+    caption = str(path.relative_to(workspace))
+    return [Upload(f"get:{target.new_token()}", path.name, content, caption=caption)]
+
+
+def _within(workspace: Path, name: str) -> bool:
+    """Whether `name` stays inside `workspace` by its spelling (`..` taken away)."""
+    return Path(os.path.normpath(workspace / name)).is_relative_to(workspace)
