@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from bridge.outgoing import SentFiles
 from bridge.rpc import AgentClient, AgentSpec, RpcError
 from bridge.sandbox import contain
 
@@ -68,6 +69,7 @@ class Host(Protocol):
 class AgentLife:
     def __init__(self, host: Host, services: Services) -> None:
         self._host = host
+        self._sent = SentFiles()  # the agent's send_file calls
         self.s = services
         self.agent: AgentClient | None = None
         self.spawning = False
@@ -191,9 +193,17 @@ class AgentLife:
                 self.s.stats.event(event)
                 try:
                     await self._host.on_event(agent, event, self.s.clock())
+                    await self._send_files(agent, event)
                 except Exception:
                     log.exception("conversation %s: event handling failed", self._host.key)
             tg.cancel_scope.cancel()
+
+    async def _send_files(self, agent: AgentClient, event: AgentEvent) -> None:
+        sent = await self._sent.seen(event, agent.spec.cwd, self.s.tokens)
+        if isinstance(sent, str):
+            self._host.submit(self._host.renderer.notice(sent))
+        else:
+            self._host.submit(sent)
 
     async def _ticker(self, agent: AgentClient) -> None:
         while True:

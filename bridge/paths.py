@@ -18,11 +18,17 @@ def data_dir() -> Path:
     return Path(os.environ.get("PI_BRIDGE_DATA_DIR", "data")).resolve()
 
 
+# The bridge's own agent extension (`send_file`: files from the agent to the chat).
+SEND_FILE_EXTENSION = PROJECT_ROOT / "bridge" / "extensions" / "send-file.ts"
+
+
 def default_agent_argv() -> list[str]:
-    """`PI_BRIDGE_AGENT_COMMAND`, else the project-installed pi, else `pi` on PATH."""
+    """`PI_BRIDGE_AGENT_COMMAND`, else the project-installed pi (else `pi` on PATH) with
+    the bridge's own extension; a configured command adds `-e` itself if it wants it."""
     configured = os.environ.get("PI_BRIDGE_AGENT_COMMAND")
     if configured:
         return shlex.split(configured)
     agents = Path(os.environ.get("PI_BRIDGE_AGENTS_DIR", PROJECT_ROOT / ".agents"))
     local = agents / "bin" / "pi"
-    return [str(local) if local.exists() else "pi", "--mode", "rpc"]
+    pi = str(local) if local.exists() else "pi"
+    return [pi, "--mode", "rpc", "-e", str(SEND_FILE_EXTENSION)]

@@ -17,6 +17,7 @@ import pytest
 
 from adapters.telegram.runner import serve
 from adapters.telegram.settings import Streaming, TelegramSettings
+from bridge.paths import SEND_FILE_EXTENSION
 from bridge.service import Bridge
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
@@ -554,3 +555,34 @@ async def test_get_sends_a_workspace_file_unchanged_and_nothing_outside_it(
     assert sent.filename == "notes.bin"
     assert len(refusals) == 3
     assert not any(m.document and b"NOT-FOR" in m.document for m in fake.bot_messages(CHAT))
+
+
+# --- files the agent sends -----------------------------------------------------------
+
+
+async def test_the_agents_send_file_reaches_the_chat_unchanged_and_nothing_outside_does(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    report = "REPORT-42 \u00e9\u00e8 line one\nline two\n"
+    secret = tmp_path / "secret.txt"  # outside the workspace (data/workspaces/<key>)
+    secret.write_bytes(b"NOT-FOR-THE-CHAT")
+    fake_llm.add(
+        "make the report",
+        Reply(tool_calls=[ToolCall("write", {"path": "out/report.txt", "content": report})]),
+        Reply(tool_calls=[ToolCall("send_file", {"path": "out/report.txt", "caption": "Here."})]),
+        Reply(tool_calls=[ToolCall("bash", {"command": f"ln -s {secret} leak"})]),
+        Reply(tool_calls=[ToolCall("send_file", {"path": "leak"})]),
+        Reply(tool_calls=[ToolCall("send_file", {"path": "../../../secret.txt"})]),
+        Reply(text="All sent."),
+    )
+    argv = agent_home.argv(version, "-e", str(SEND_FILE_EXTENSION))
+    opts = options(tmp_path / "data", argv, agent_home.env())
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "make the report please")
+        await fake.bot_message("All sent.", CHAT, within=WAIT)
+        await fake.bot_message("✅ done", CHAT, within=WAIT)
+        documents = [m for m in fake.bot_messages(CHAT) if m.document is not None]
+    sent = [m for m in documents if m.filename == "report.txt"]
+    assert [m.document for m in sent] == [report.encode()]  # the bytes, unchanged, once
+    assert sent[0].text == "Here."
+    assert not any(b"NOT-FOR" in (m.document or b"") for m in documents)  # no link, no ..

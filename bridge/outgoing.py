@@ -1,0 +1,67 @@
+"""Files the agent sends to the chat: its `send_file` tool (bridge/extensions/send-file.ts).
+
+The tool's start carries the path (by `toolCallId`); when the call ends without error
+the bridge reads the file itself, with its own rules (`controls.export.read_inside`:
+a regular file inside the agent's working directory once links and `..` are
+resolved, within `MAX_SENT_BYTES`), and posts it. The extension's own check is a
+courtesy to the agent; this one is the rule. A call that ends in error sends nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from bridge.controls.export import ExportRefused, read_inside
+from bridge.model import Upload
+from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from bridge.model import Op
+    from bridge.rpc.client import AgentEvent
+
+SEND_FILE = "send_file"  # the tool's name in bridge/extensions/send-file.ts
+MAX_SENT_BYTES = 20 * 2**20  # posted whole, as /export and /get
+OUTSIDE = "⚠️ The agent asked to send a file outside its workspace; not sent."
+KEPT = 64  # calls remembered between start and end (a run has a few at once)
+
+
+class SentFiles:
+    """The agent's `send_file` calls between their start and end."""
+
+    def __init__(self) -> None:
+        self._asked: dict[str, tuple[str, str]] = {}  # toolCallId → (path, caption)
+
+    async def seen(self, event: AgentEvent, cwd: Path, token: Callable[[], str]) -> list[Op] | str:
+        """The upload a finished call makes, a refusal to tell, or nothing ([])."""
+        match event:
+            case ToolExecutionStart(toolName="send_file", args=dict() as args):
+                path, caption = args.get("path"), args.get("caption")
+                if isinstance(path, str) and len(self._asked) < KEPT:
+                    self._asked[event.toolCallId] = (
+                        path,
+                        caption if isinstance(caption, str) else "",
+                    )
+            case ToolExecutionEnd(toolName="send_file"):
+                asked = self._asked.pop(event.toolCallId, None)
+                if asked is not None and not event.isError:
+                    return await _upload(cwd, *asked, token)
+        return []
+
+
+async def _upload(cwd: Path, name: str, caption: str, token: Callable[[], str]) -> list[Op] | str:
+    root = Path(await anyio.Path(cwd).resolve())
+    if Path(name).is_absolute():
+        return OUTSIDE
+    try:
+        path, content = await anyio.to_thread.run_sync(
+            lambda: read_inside(root / name, (root,), MAX_SENT_BYTES, outside=OUTSIDE, what=name)
+        )
+    except ExportRefused as refused:
+        return str(refused)
+    shown = caption or str(path.relative_to(root))
+    return [Upload(f"sent:{token()}", path.name, content, caption=shown)]
