@@ -19,6 +19,7 @@ from adapters.slack.adapter import SlackAdapter
 from adapters.slack.runner import PREFIXES, slack_intake
 from adapters.slack.settings import SlackSettings
 from bridge.model import PlatformLimits
+from bridge.paths import SEND_FILE_EXTENSION
 from bridge.service import Bridge
 from tests.support.agents import DEFAULT_VERSION, extension_path
 from tests.support.bridge_harness import options
@@ -499,6 +500,28 @@ async def test_a_file_shared_alone_lands_in_the_inbox_and_the_agent_reads_it(
     saved = list((tmp_path / "data" / "workspaces").glob("*/inbox/notes.txt"))
     assert [p.read_bytes() for p in saved] == [log]
     assert any("SLACK-FILE-OK" in str(m) for r in fake_llm.requests for m in r.messages)
+
+
+async def test_the_agents_send_file_is_uploaded_into_the_thread_unchanged(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    patch = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+PATCHED\n"
+    fake_llm.add(
+        "the patch",
+        Reply(tool_calls=[ToolCall("write", {"path": "fix.patch", "content": patch})]),
+        Reply(tool_calls=[ToolCall("send_file", {"path": "fix.patch", "caption": "The fix."})]),
+        Reply(text="Patch sent."),
+    )
+    extension = ("-e", str(SEND_FILE_EXTENSION))
+    async with slack_bridge(agent_home, version, tmp_path, *extension) as slack:
+        root = (await slack.mention("send me the patch"))["payload"]["event"]["ts"]
+        await until_shown(slack, root, "Patch sent.")
+        await until_shown(slack, root, "✅ done")
+        completed = [c.args for c in slack.called("files.completeUploadExternal")]
+    assert list(slack.uploads.values()) == [patch.encode()]  # the bytes, unchanged, once
+    [done] = completed
+    assert done.get("thread_ts") == root
+    assert "fix.patch" in str(done.get("files"))
 
 
 # --- the store failing at admission: handed in again, or the person is told --------------
