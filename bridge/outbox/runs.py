@@ -146,7 +146,7 @@ async def _start(
     stream = streams.usable(entry.chat)
     if stream is None or not (entry.start or streams.start_spare(limits)):
         return False
-    entry.start = False
+    entry.start = True  # taken: a retry after a failed call uses it again
     text = "" if op.task is not None else markdown_of(op)
     first, *rest = pieces(text, limits.max_text) or [""]
     tasks = (op.task,) if op.task is not None else ()
@@ -157,6 +157,7 @@ async def _start(
             raise
         streams.refuse(entry.chat, exc)
         return False
+    entry.start = False
     live = RunStream(op.run, entry.chat, ref)
     streams.open_run(entry.key, live)
     if op.task is not None:
