@@ -2,7 +2,8 @@
 (so that a stranger's or a slow file holds up nobody else): images go to the agent
 as images; any other file is saved in the conversation's workspace under `inbox/`
 (`bridge/inbox.py`), and the message tells the agent what arrived and where, with the
-caption as the message. Nothing is unpacked or run."""
+caption as the message; a voice note is saved too, and its transcript
+(`bridge/transcribe.py`) becomes the message. Nothing is unpacked or run."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import anyio
 from bridge.inbox import TooLarge, save
 from bridge.model import MAX_ATTACHMENT, AttachmentRefused, Image
 from bridge.rpc.content import ImageContent
+from bridge.transcribe import TranscriptionFailed, transcribe
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
@@ -25,31 +27,44 @@ if TYPE_CHECKING:
 
 # One image from the platform's file host: 20 MB at a slow few MB/s, with room to spare.
 FETCH_TIMEOUT = 60.0
+NO_TRANSCRIPTION = (
+    "🎤 Voice notes need a transcription service, and none is set up: the bridge's "
+    "operator can set PI_BRIDGE_TRANSCRIBE_URL to an OpenAI-compatible "
+    "/v1/audio/transcriptions endpoint (a hosted one, or a local whisper server). "
+    "Your note is saved as {where}; nothing was sent to the agent."
+)
 
 
 async def fetched(
     inbound: Inbound, tell: Callable[[str], None], options: BridgeOptions
 ) -> Inbound | None:
     """`inbound` with its attachments fetched: images as images, other files saved in
-    the workspace and named in the text; what could not be had is `tell`'s to say.
-    None when nothing is left to send (a file alone that failed)."""
+    the workspace and named in the text, voice notes saved and their transcript made
+    the text; what could not be had is `tell`'s to say. None when nothing is left to
+    send (a file alone that failed, a voice note without a transcript)."""
     if not inbound.attachments:
         return inbound
     images: list[Image] = []
-    saved: list[str] = []
+    said: list[str] = []  # lines for the agent: files that arrived, transcripts
     problems: list[str] = []
     for attachment in inbound.attachments:
-        file = attachment.kind == "file"
-        cap = options.file_max_bytes if file else MAX_ATTACHMENT
+        image = attachment.kind == "image"
+        cap = MAX_ATTACHMENT if image else options.file_max_bytes
         try:
             if attachment.size is not None and attachment.size > cap:
                 raise AttachmentRefused(f"it is {_mb(attachment.size)}, the limit is {_mb(cap)}")
             with anyio.fail_after(FETCH_TIMEOUT):
                 data = await attachment.fetch(cap)
-            if file:
-                saved.append(await _save(options.workspace(inbound.key), attachment, data, cap))
-            else:
+            if image:
                 images.append(Image(data, attachment.mime_type))
+                continue
+            where = await _save(options.workspace(inbound.key), attachment, data, cap)
+            if attachment.kind == "voice":
+                said += await _heard(attachment, data, where, options, tell)
+            else:
+                said.append(
+                    f"[A file arrived, saved in your workspace as {where} ({_size(len(data))}).]"
+                )
         except AttachmentRefused as exc:
             problems.append(str(exc))
         except TimeoutError:
@@ -57,25 +72,45 @@ async def fetched(
         except (TooLarge, OSError) as exc:
             problems.append(f"it could not be saved ({type(exc).__name__})")
     if problems:
-        files = any(a.kind == "file" for a in inbound.attachments)
+        files = any(a.kind != "image" for a in inbound.attachments)
         what = "take your file" if files else "fetch your image"
         rest = "your text went on without it" if inbound.text.strip() else "nothing was sent"
         tell(f"⚠️ Couldn't {what} ({'; '.join(problems)}); {rest}.")
-    if not inbound.text.strip() and not images and not saved:
+    if not inbound.text.strip() and not images and not said:
         return None
-    text = "\n".join([*saved, inbound.text]).strip()
+    text = "\n".join([*said, inbound.text]).strip()
     return replace(inbound, text=text, images=(*inbound.images, *images), attachments=())
 
 
-async def _save(workspace: Path, attachment: Attachment, data: bytes, cap: int) -> str:
-    """Save a file in the workspace's inbox; the line that tells the agent of it."""
+async def _save(workspace: Path, attachment: Attachment, data: bytes, cap: int) -> Path:
+    """Save a file in the workspace's inbox; where, relative to the workspace."""
 
     async def one_chunk() -> AsyncIterator[bytes]:
         yield data
 
     await anyio.Path(workspace).mkdir(parents=True, exist_ok=True)  # before the agent starts
-    where = await save(workspace, attachment.name or "file", one_chunk(), cap)
-    return f"[A file arrived, saved in your workspace as {where} ({_size(len(data))}).]"
+    return await save(workspace, attachment.name or "file", one_chunk(), cap)
+
+
+async def _heard(
+    voice: Attachment, data: bytes, where: Path, options: BridgeOptions, tell: Callable[[str], None]
+) -> list[str]:
+    """A voice note's transcript as the message (shown to the sender as "🎤 …"): the
+    platform's own, else the configured service's; without one, the sender is told
+    how to have one, and the note stays in the inbox."""
+    heard = voice.transcript
+    if not heard and options.transcribe is None:
+        tell(NO_TRANSCRIPTION.format(where=where))
+        return []
+    if not heard:
+        assert options.transcribe is not None
+        try:
+            heard = await transcribe(options.transcribe, where.name, data, voice.mime_type)
+        except TranscriptionFailed as exc:
+            tell(f"⚠️ Couldn't transcribe your voice note ({exc}); it is saved as {where}.")
+            return []
+    tell(f"🎤 {heard}")
+    return [heard]
 
 
 def _size(size: int) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Collection, Sequence
+    from collections.abc import Awaitable, Callable, Collection
 
 ConversationKey = str  # "tg:<chat>", "tg:<chat>:<topic>", "slack:<team>:<channel>[:<ts>]"
 
@@ -81,14 +81,17 @@ class Attachment:
     message is admitted, in its conversation's own task (never in the adapter's update
     loop), and only when its announced `size` is within the cap.
 
-    `fetch(cap)` returns the file's bytes, or raises `AttachmentRefused` (too large,
-    not reachable); it stops reading past `cap` bytes."""
+    `fetch(cap)` returns the bytes, or raises `AttachmentRefused` (too large, not
+    reachable); it stops reading past `cap` bytes."""
 
     mime_type: str
     size: int | None  # as the platform announced it; None: unknown
     fetch: Callable[[int], Awaitable[bytes]] = field(compare=False, repr=False)
-    kind: Literal["image", "file"] = "image"  # "file": saved in the workspace's inbox/
+    # "image": shown to the agent; "file": saved in the workspace's inbox/; "voice": a
+    # file too, and its transcript (the platform's own, or `bridge.transcribe`) is text.
+    kind: Literal["image", "file", "voice"] = "image"
     name: str = ""  # the file's name as sent (unsafe: `bridge.inbox.safe_filename`)
+    transcript: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,9 +395,3 @@ class ConversationSettings(BaseModel):
     verbosity: Verbosity = "all"
     model: str | None = None  # "provider/model-id"
     thinking: str | None = None
-
-
-def rows(buttons: Sequence[Button], per_row: int) -> Keyboard:
-    """Lay buttons out in rows of at most `per_row`."""
-    per_row = max(1, per_row)
-    return tuple(tuple(buttons[i : i + per_row]) for i in range(0, len(buttons), per_row))

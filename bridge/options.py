@@ -67,6 +67,17 @@ class ChatOptions:
 
 
 @dataclass(frozen=True)
+class Transcription:
+    """An OpenAI-compatible transcription endpoint (`/v1/audio/transcriptions`): its
+    URL, model, and key (read from the variable the operator names; never in the
+    agent's environment, which is an allowlist)."""
+
+    url: str
+    model: str = "whisper-1"
+    key: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
 class BridgeOptions:
     data_dir: Path
     agent: AgentOptions
@@ -81,6 +92,7 @@ class BridgeOptions:
     dedupe_ttl: float = 24 * 60 * 60  # platforms redeliver within minutes; a day is ample
     inbox_size: int = 64  # queued messages per conversation before "slow down"
     file_max_bytes: int = 50 * 2**20  # a file a person sends, saved in the workspace
+    transcribe: Transcription | None = None  # voice notes become text (None: kept as files)
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
     # The conversation keys this bridge serves start with this ("": any). Bridges of

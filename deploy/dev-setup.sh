@@ -36,12 +36,13 @@ grep -v -E "^WARNING: Location '.*' is ignored" "$log" >&2 || true
 
 # Debian packages: bubblewrap, the agents' sandbox (the bridge refuses to start agents
 # without it unless PI_BRIDGE_SANDBOX=off); for the tests a real redis-server for the
-# redis store tests, and docker-compose and systemd-analyze to validate the deploy
-# files. Best effort: without them the setup still succeeds and the bridge or those
+# redis store tests, docker-compose and systemd-analyze to validate the deploy
+# files, and espeak-ng and opusenc to speak the voice notes of the voice tests. Best effort: without them the setup still succeeds and the bridge or those
 # tests say what is missing.
 install_debian_packages() {
     local missing=() pair command package
-    for pair in bwrap:bubblewrap redis-server:redis-server docker-compose:docker-compose systemd-analyze:systemd; do
+    for pair in bwrap:bubblewrap redis-server:redis-server docker-compose:docker-compose \
+        systemd-analyze:systemd espeak-ng:espeak-ng opusenc:opus-tools; do
         command="${pair%%:*}" package="${pair#*:}"
         command -v "$command" >/dev/null 2>&1 || missing+=("$package")
     done

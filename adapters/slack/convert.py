@@ -49,8 +49,9 @@ class SharedFile:
     url: str
     mime_type: str
     size: int | None = None  # as Slack announced it
-    kind: Literal["image", "file"] = "image"
+    kind: Literal["image", "file", "voice"] = "image"
     name: str = ""
+    transcript: str = ""  # Slack's own transcript of an audio clip, when it has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,11 +232,26 @@ def shared_files(message: Mapping[str, Any]) -> tuple[SharedFile, ...]:
         size = file.get("size")
         if not url:
             continue
-        kind: Literal["image", "file"] = "image" if mime.startswith("image/") else "file"
+        kind: Literal["image", "file", "voice"] = "image" if mime.startswith("image/") else "file"
+        if mime.startswith("audio/") or file.get("subtype") == "slack_audio":
+            kind = "voice"
         name = str(file.get("name") or file.get("title") or "")
         sized = size if isinstance(size, int) else None
-        found.append(SharedFile(str(url), mime or "application/octet-stream", sized, kind, name))
+        mime = mime or "application/octet-stream"
+        found.append(SharedFile(str(url), mime, sized, kind, name, _transcript(file)))
     return tuple(found)
+
+
+def _transcript(file: Mapping[str, Any]) -> str:
+    """Slack's transcript of an audio clip, when complete and whole."""
+    transcription = file.get("transcription")
+    if not isinstance(transcription, dict) or transcription.get("status") != "complete":
+        return ""
+    preview = transcription.get("preview")
+    if not isinstance(preview, dict) or preview.get("has_more"):
+        return ""
+    content = preview.get("content")
+    return content.strip() if isinstance(content, str) else ""
 
 
 @ignore_malformed

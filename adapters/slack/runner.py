@@ -211,6 +211,7 @@ class Intake:
                 functools.partial(self.adapter.download, f.url, image=f.kind == "image"),
                 kind=f.kind,
                 name=f.name,
+                transcript=f.transcript,
             )
             for f in converted.shared_files
         )

@@ -55,7 +55,7 @@ class Incoming:
     file_id: str | None = None
     mime_type: str = PHOTO_MIME
     file_size: int | None = None
-    kind: Literal["image", "file"] = "image"
+    kind: Literal["image", "file", "voice"] = "image"
     file_name: str = ""
 
 
@@ -116,11 +116,11 @@ def _message(message: Json, event_id: str, me: Me, *, is_edit: bool) -> Incoming
         text = _without_mention(text, me)
     text = _START.sub(r"/help\1", text)
     file_id, mime, size = _image(message)
-    kind: Literal["image", "file"] = "image"
+    kind: Literal["image", "file", "voice"] = "image"
     name = ""
     if file_id is None:
         file_id, mime, size, name = _file(message)
-        kind = "file"
+        kind = "voice" if "voice" in message or "audio" in message else "file"
     if not text and file_id is None:
         return None  # stickers, joins …: nothing the agent can read
     chat = chat_ref(message)

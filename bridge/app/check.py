@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from bridge.app.config import Loaded
     from bridge.logs import TextOut
-    from bridge.options import BridgeOptions
+    from bridge.options import BridgeOptions, Transcription
 
 CHECK_TIMEOUT = 30.0  # one check (an agent's first start can take a few seconds)
 
@@ -45,6 +45,9 @@ async def check(loaded: Loaded, out: TextOut) -> int:
         checks.append(("telegram", lambda: _check_telegram(loaded)))
     if loaded.slack is not None:
         checks.append(("slack", lambda: _check_slack(loaded)))
+    service = loaded.options.transcribe
+    if service is not None:
+        checks.append(("transcription", lambda: _check_transcription(service)))
     failed = 0
     for name, run in checks:
         try:
@@ -107,6 +110,22 @@ async def _check_store(loaded: Loaded) -> str:
         await store.aclose()
     where = loaded.options.data_dir if loaded.config.store.lower() == "sqlite" else None
     return f"{redact_url(loaded.config.store)} reachable" + (f" ({where})" if where else "")
+
+
+async def _check_transcription(service: Transcription) -> str:
+    """Reachable, and the key taken: a request without a clip, which the API refuses
+    with 400 when it got that far (401 / 403: the key was refused)."""
+    import httpx
+
+    from bridge.transcribe import endpoint
+
+    headers = {"Authorization": f"Bearer {service.key}"} if service.key else {}
+    url = endpoint(service.url)
+    async with httpx.AsyncClient(timeout=CHECK_TIMEOUT) as client:
+        response = await client.post(url, headers=headers, data={"model": service.model})
+    if response.status_code in (401, 403):
+        raise RuntimeError(f"{url} refused the key (HTTP {response.status_code})")
+    return f"{url} answers (HTTP {response.status_code} to a request without a clip)"
 
 
 async def _platform_call(

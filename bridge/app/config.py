@@ -36,7 +36,14 @@ from bridge.app.platforms import (
 )
 from bridge.app.schema import Config, LimitsSection
 from bridge.model import ConversationSettings
-from bridge.options import KEY_PREFIXES, AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
+from bridge.options import (
+    KEY_PREFIXES,
+    AgentOptions,
+    BridgeOptions,
+    ChatOptions,
+    SandboxOptions,
+    Transcription,
+)
 from bridge.paths import default_agent_argv
 from bridge.rpc.env import SecretInAgentEnv, agent_environment
 
@@ -237,6 +244,9 @@ def _build(
     except SecretInAgentEnv as exc:
         problems.append(f"{name('agent', 'env')}: {exc}")
         agent_env = {}
+    key_env = config.transcribe.key_env
+    if key_env and key_env in agent_env:
+        problems.append(f"{name('agent', 'env')}: refusing to pass the transcription key {key_env}")
 
     telegram = telegram_settings(config.telegram, problems)
     if telegram is not None and config.telegram and config.telegram.paced_for_groups is not None:
@@ -265,10 +275,19 @@ def _build(
         dedupe_ttl=limits.dedupe_ttl,
         inbox_size=limits.inbox_size,
         file_max_bytes=config.files.max_bytes,
+        transcribe=_transcription(config, env),
         settings=ConversationSettings(**config.defaults.model_dump()),
         chats=chats,
     )
     return Loaded(config, path, options, telegram, slack)
+
+
+def _transcription(config: Config, env: Mapping[str, str]) -> Transcription | None:
+    section = config.transcribe
+    if not section.url.strip():
+        return None
+    key = env.get(section.key_env, "") if section.key_env else ""
+    return Transcription(section.url.strip(), section.model, key)
 
 
 def _sandbox(config: Config, path: Path | None, data_dir: Path, cwd: Path) -> SandboxOptions:

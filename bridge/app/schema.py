@@ -137,6 +137,12 @@ class FilesSection(_Section):
     max_bytes: int = Field(default=50 * 2**20, ge=1)  # per file a person sends
 
 
+class TranscribeSection(_Section):
+    url: str = ""  # an OpenAI-compatible /v1/audio/transcriptions endpoint; "": off
+    model: str = "whisper-1"
+    key_env: str = ""  # the name of the variable holding its key (the key never here)
+
+
 class MetricsSection(_Section):
     port: int | None = Field(default=None, ge=1, le=65535)  # None: no endpoint
     host: str = "127.0.0.1"  # metrics reveal activity: local unless asked otherwise
@@ -170,6 +176,7 @@ class Config(BaseSettings):
     defaults: DefaultsSection = DefaultsSection()
     chats: dict[str, ChatSection] = {}
     files: FilesSection = FilesSection()
+    transcribe: TranscribeSection = TranscribeSection()
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bridge.model import Button, Form, Keyboard, rows
+from bridge.model import Button, Form, Keyboard
 from bridge.render.choices import BusyChoice, DialogChoice, PickerChoice
 from bridge.render.textbits import clip, code_block, delay
 from bridge.render.views import Slot, View
 from bridge.rpc.ui import ConfirmRequest, EditorRequest, InputRequest, SelectRequest
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from bridge.model import Op
     from bridge.render.choices import Choice
     from bridge.render.views import Context
@@ -223,3 +225,9 @@ def _request_form(request: InputRequest | EditorRequest) -> Form:
 
 def _form(choice: Choice) -> Form | None:
     return choice.form if isinstance(choice, DialogChoice) else None
+
+
+def rows(buttons: Sequence[Button], per_row: int) -> Keyboard:
+    """Lay buttons out in rows of at most `per_row`."""
+    per_row = max(1, per_row)
+    return tuple(tuple(buttons[i : i + per_row]) for i in range(0, len(buttons), per_row))

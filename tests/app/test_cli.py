@@ -29,6 +29,7 @@ from tests.support.cli import (
 from tests.support.fake_llm import Reply
 from tests.support.fake_slack import FakeSlack
 from tests.support.fake_telegram import TOKEN, FakeTelegram
+from tests.support.fake_transcribe import FakeTranscriber
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
@@ -279,3 +280,31 @@ async def test_run_serves_telegram_and_stops_on_sigterm(
             err = (await process.stderr.receive()).decode() if code else ""
         assert code == 0, err
     assert not agent_processes(tmp_path)
+
+
+@pytest.mark.agent
+async def test_check_names_a_transcription_endpoint_unreachable_or_refusing_the_key(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    async with FakeTranscriber() as heard:
+        env = cli_env(
+            tmp_path,
+            agent_home,
+            PI_BRIDGE_TRANSCRIBE_URL=heard.url,
+            PI_BRIDGE_TRANSCRIBE_KEY_ENV="WHISPER_KEY",
+            WHISPER_KEY=heard.key,
+        )
+        good = await run_cli(tmp_path, env, "check")
+        wrong = await run_cli(tmp_path, env | {"WHISPER_KEY": "sk-wrong-key"}, "check")
+    gone = await run_cli(
+        tmp_path, env | {"PI_BRIDGE_TRANSCRIBE_URL": f"http://127.0.0.1:{free_port()}"}, "check"
+    )
+    assert good.returncode == 0, good.stdout.decode() + good.stderr.decode()
+    assert "✓ transcription:" in good.stdout.decode()
+    assert wrong.returncode == 1
+    assert "✗ transcription:" in wrong.stdout.decode()
+    assert "refused the key" in wrong.stdout.decode()
+    assert "sk-wrong-key" not in wrong.stdout.decode() + wrong.stderr.decode()
+    assert gone.returncode == 1
+    assert "✗ transcription:" in gone.stdout.decode()
+    assert heard.clips == []  # a check sends no clip

@@ -21,6 +21,7 @@ from bridge.app.config import ConfigError, load_config
 from bridge.app.schema import TELEGRAM_ONLY, SlackSection, TelegramSection
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
 from bridge.options import safe_name
+from bridge.paths import SEND_FILE_EXTENSION
 from tests.support.paths import REPO
 
 if TYPE_CHECKING:
@@ -53,7 +54,9 @@ def test_no_file_and_no_tokens_is_the_console_on_sqlite_in_data(tmp_path: Path) 
     assert loaded.platforms == ()
     assert loaded.config.store == "sqlite"
     assert loaded.options.data_dir == (tmp_path / "data").resolve()
-    assert loaded.options.agent.argv[1:] == ("--mode", "rpc")
+    # The bridge's own extension (send_file) is loaded by the default command.
+    assert loaded.options.agent.argv[1:] == ("--mode", "rpc", "-e", str(SEND_FILE_EXTENSION))
+    assert SEND_FILE_EXTENSION.is_file()
     assert loaded.config.metrics.port is None
 
 
@@ -690,3 +693,38 @@ def test_a_webhook_without_its_secret_is_refused_by_the_settings_themselves() ->
     with pytest.raises(ValueError, match="webhook_secret"):
         TelegramSettings(token="1:a", webhook_url="https://bot.example/hook")
     assert TelegramSettings(token="1:a", webhook_url="https://x", webhook_secret="s").webhook_url
+
+
+def test_transcription_takes_its_key_from_the_named_variable_and_not_into_the_agent(
+    tmp_path: Path,
+) -> None:
+    env = {
+        "MY_WHISPER_KEY": "sk-SECRET-WHISPER",
+        "PI_BRIDGE_TRANSCRIBE_URL": "http://127.0.0.1:8000",
+        "PI_BRIDGE_TRANSCRIBE_MODEL": "small.en",
+        "PI_BRIDGE_TRANSCRIBE_KEY_ENV": "MY_WHISPER_KEY",
+        "PI_BRIDGE_AGENT_ENV": "MY_WHISPER_KEY_NOT,OTHER",
+    }
+    options = load(tmp_path, None, env).options
+    assert options.transcribe is not None
+    assert (options.transcribe.url, options.transcribe.model) == (
+        "http://127.0.0.1:8000",
+        "small.en",
+    )
+    assert options.transcribe.key == "sk-SECRET-WHISPER"
+    assert "sk-SECRET-WHISPER" not in str(options.agent.env)
+    assert "sk-SECRET-WHISPER" not in repr(options.transcribe)  # never in a log line
+
+
+def test_without_a_transcription_url_voice_is_kept_as_files(tmp_path: Path) -> None:
+    assert load(tmp_path, None).options.transcribe is None
+
+
+def test_the_transcription_key_may_not_be_passed_to_the_agent(tmp_path: Path) -> None:
+    env = {
+        "MY_WHISPER_KEY": "sk-SECRET-WHISPER",
+        "PI_BRIDGE_TRANSCRIBE_URL": "http://127.0.0.1:8000",
+        "PI_BRIDGE_TRANSCRIBE_KEY_ENV": "MY_WHISPER_KEY",
+        "PI_BRIDGE_AGENT_ENV": "MY_WHISPER_KEY",
+    }
+    assert "refusing to pass the transcription key MY_WHISPER_KEY" in problems(tmp_path, None, env)

@@ -267,6 +267,7 @@ class FakeTelegram:
         edit_of: int | None = None,
         photo: bytes | None = None,
         document: tuple[str, bytes, str] | None = None,
+        voice: bytes | None = None,
     ) -> Message:
         """A user's message (or, with `edit_of`, an edit of one) queued as an update;
         `document` is (file name, bytes, MIME type) of a file sent with it."""
@@ -275,7 +276,7 @@ class FakeTelegram:
         self.messages[(chat_id, message_id)] = shown
         body = shown.json()
         text_field, entities_field = (
-            ("caption", "caption_entities") if photo or document else ("text", "entities")
+            ("caption", "caption_entities") if photo or document or voice else ("text", "entities")
         )
         body.pop("text", None)
         if text:
@@ -286,6 +287,10 @@ class FakeTelegram:
             body["photo"] = self._photo_sizes(photo)
         if document is not None:
             body["document"] = self._document(*document)
+        if voice is not None:
+            voice_note = self._document("", voice, "audio/ogg")
+            voice_note.pop("file_name")  # voice notes carry none
+            body["voice"] = {**voice_note, "duration": 2}
         if reply_to is not None:
             body["reply_to_message"] = self.messages[(chat_id, reply_to)].json()
         if edit_of is not None:

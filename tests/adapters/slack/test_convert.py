@@ -17,6 +17,7 @@ from adapters.slack.convert import (
     from_event,
     parse_press_ref,
     press_ref,
+    shared_files,
 )
 from bridge.model import ChatRef, MessageRef
 
@@ -244,3 +245,55 @@ def test_the_candidate_thread_names_the_key_a_reply_would_have() -> None:
 def test_press_refs_round_trip_and_reject_garbage() -> None:
     assert parse_press_ref(press_ref("C1", "U1", "")) == ("C1", "U1", "")
     assert parse_press_ref("nonsense") is None
+
+
+CLIP = {"id": "F7", "url_private_download": "https://files.example/F7", "name": "clip.webm"}
+
+
+@pytest.mark.parametrize(
+    ("file", "kind", "transcript"),
+    [
+        ({**CLIP, "mimetype": "audio/webm", "subtype": "slack_audio"}, "voice", ""),
+        (
+            {
+                **CLIP,
+                "mimetype": "audio/webm",
+                "transcription": {"status": "complete", "preview": {"content": " Run it. "}},
+            },
+            "voice",
+            "Run it.",
+        ),
+        (
+            {
+                **CLIP,
+                "mimetype": "audio/webm",
+                "transcription": {
+                    "status": "complete",
+                    "preview": {"content": "Run", "has_more": True},
+                },
+            },
+            "voice",
+            "",
+        ),
+        (
+            {**CLIP, "mimetype": "audio/webm", "transcription": {"status": "processing"}},
+            "voice",
+            "",
+        ),
+        ({**CLIP, "mimetype": "video/mp4", "subtype": "slack_video"}, "file", ""),
+        ({**CLIP, "mimetype": "text/plain"}, "file", ""),
+    ],
+    ids=[
+        "a clip",
+        "with slack's transcript",
+        "a cut preview",
+        "still transcribing",
+        "video",
+        "text",
+    ],
+)
+def test_audio_clips_are_voice_with_slacks_whole_transcript_only(
+    file: dict[str, object], kind: str, transcript: str
+) -> None:
+    [found] = shared_files({"files": [file]})
+    assert (found.kind, found.transcript, found.name) == (kind, transcript, "clip.webm")

@@ -17,12 +17,14 @@ import pytest
 
 from adapters.telegram.runner import serve
 from adapters.telegram.settings import Streaming, TelegramSettings
+from bridge.options import Transcription
 from bridge.paths import SEND_FILE_EXTENSION
 from bridge.service import Bridge
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram
+from tests.support.fake_transcribe import FakeTranscriber
 from tests.support.flaky_store import open_flaky
 from tests.support.journeys import (
     ASK_ANSWER,
@@ -31,8 +33,10 @@ from tests.support.journeys import (
     agent_got,
     requests_with,
     script_dialog,
+    script_steerable_run,
 )
 from tests.support.loopback import free_port
+from tests.support.voice import spoken_ogg
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -586,3 +590,41 @@ async def test_the_agents_send_file_reaches_the_chat_unchanged_and_nothing_outsi
     assert [m.document for m in sent] == [report.encode()]  # the bytes, unchanged, once
     assert sent[0].text == "Here."
     assert not any(b"NOT-FOR" in (m.document or b"") for m in documents)  # no link, no ..
+
+
+# --- voice notes ----------------------------------------------------------------------
+
+
+async def test_a_voice_note_is_transcribed_shown_and_steers_the_running_task(
+    fake_llm: FakeLLM, opts: BridgeOptions, tmp_path: Path
+) -> None:
+    script_steerable_run(fake_llm)
+    clip = spoken_ogg("steer purple instead", tmp_path)
+    async with FakeTranscriber(transcript="STEER-PURPLE instead") as heard:
+        service = Transcription(heard.url, "whisper-1", heard.key)
+        async with telegram_bot(dataclasses.replace(opts, transcribe=service)) as fake:
+            fake.message(CHAT, "do it slowly")
+            await fake.bot_message("bash", CHAT, within=WAIT)  # the run is working
+            fake.message(CHAT, "", voice=clip)
+            shown = await fake.bot_message("🎤 STEER-PURPLE instead", CHAT, within=WAIT)
+            await fake.bot_message(STEERED, CHAT, within=WAIT)
+    [taken] = heard.clips
+    assert taken.data == clip  # the real clip, as Telegram served it
+    assert taken.model == "whisper-1"
+    assert taken.name.endswith(".ogg")
+    assert shown.text == "🎤 STEER-PURPLE instead"
+    assert requests_with(fake_llm, "STEER-PURPLE instead") == 1
+    assert [p.read_bytes() for p in _inbox(opts).iterdir()] == [clip]  # kept as well
+
+
+async def test_a_voice_note_without_transcription_says_how_and_is_kept(
+    fake_llm: FakeLLM, opts: BridgeOptions, tmp_path: Path
+) -> None:
+    clip = spoken_ogg("hello there", tmp_path)
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "", voice=clip)
+        told = await fake.bot_message("need a transcription service", CHAT, within=WAIT)
+    assert "PI_BRIDGE_TRANSCRIBE_URL" in told.text
+    assert "inbox/voice.ogg" in told.text
+    assert (_inbox(opts) / "voice.ogg").read_bytes() == clip
+    assert fake_llm.requests == []
