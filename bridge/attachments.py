@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.inbox import TooLarge, save
-from bridge.model import MAX_ATTACHMENT, AttachmentRefused, Image
+from bridge.model import MAX_ATTACHMENT, AnswerPress, AttachmentRefused, Image
 from bridge.rpc.content import ImageContent
 from bridge.transcribe import TranscriptionFailed, transcribe
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
     from pathlib import Path
 
-    from bridge.model import Attachment, Inbound
+    from bridge.model import Attachment, Inbound, Op
     from bridge.options import BridgeOptions
 
 # One image from the platform's file host: 20 MB at a slow few MB/s, with room to spare.
@@ -36,12 +36,20 @@ NO_TRANSCRIPTION = (
 
 
 async def fetched(
-    inbound: Inbound, tell: Callable[[str], None], options: BridgeOptions
+    inbound: Inbound,
+    tell: Callable[[str], None],
+    options: BridgeOptions,
+    submit: Callable[[list[Op]], None] | None = None,
 ) -> Inbound | None:
     """`inbound` with its attachments fetched: images as images, other files saved in
     the workspace and named in the text, voice notes saved and their transcript made
-    the text; what could not be had is `tell`'s to say. None when nothing is left to
-    send (a file alone that failed, a voice note without a transcript)."""
+    the text; what could not be had is said to the sender alone where the platform
+    can (`Inbound.private_reply` through `submit`), else `tell`'s to say. None when
+    nothing is left to send (a file alone that failed, a voice note without a
+    transcript)."""
+    if submit is not None and inbound.private_reply:
+        reply = inbound.private_reply
+        tell = lambda text: submit([AnswerPress(reply, text)])  # noqa: E731
     if not inbound.attachments:
         return inbound
     images: list[Image] = []
@@ -109,7 +117,7 @@ async def _heard(
         except TranscriptionFailed as exc:
             tell(f"⚠️ Couldn't transcribe your voice note ({exc}); it is saved as {where}.")
             return []
-    tell(f"🎤 {heard}")
+    tell(f"🎤 {heard}")  # (to the sender alone where the platform can)
     return [heard]
 
 

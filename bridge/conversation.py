@@ -188,7 +188,7 @@ class Conversation:
             await self._queue(item.intent, item.message_id)
             return
         arrived = self._arrived.pop(id(item), None)
-        inbound = await fetched(item, self.notify, self.s.options)
+        inbound = await fetched(item, self.notify, self.s.options, self.submit)
         if inbound is None:
             return
         intent = route(inbound, self._view())
