@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 # Bot API FAQ: ~1 message/s per chat, 20 per minute in a group, ~30/s overall; edits of
 # one message at most every second in a private chat, every 3 s in a group
 # (docs/design.md). The outbox picks the group values for `ChatRef.is_group` chats.
+PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+PHOTO_MAX = 10 * 2**20  # sendPhoto takes at most 10 MB (core.telegram.org/bots/api#sendphoto)
 LIMITS = PlatformLimits(
     max_text=int(MessageLimit.MAX_TEXT_LENGTH),
     max_caption=int(MessageLimit.CAPTION_LENGTH),
@@ -171,6 +173,22 @@ class TelegramAdapter:
     async def upload(
         self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
     ) -> MessageRef:
+        if filename.lower().endswith(PHOTO_SUFFIXES) and len(data) <= PHOTO_MAX:
+            # Shown in the chat as a picture; one Telegram will not take as a photo
+            # (its size, its sides) still arrives, as the file it is.
+            try:
+                with platform_errors():
+                    sent = await self.bot.send_photo(
+                        chat_id=chat.chat_id,
+                        photo=data,
+                        caption=caption or None,
+                        message_thread_id=_thread(chat),
+                    )
+                return _ref(chat, sent)
+            except (RateLimited, TransientError):
+                raise  # the platform's state, not the photo's: the outbox retries
+            except PlatformError as exc:
+                log.info("a photo went as a file instead: %s", exc)
         with platform_errors():
             sent = await self.bot.send_document(
                 chat_id=chat.chat_id,

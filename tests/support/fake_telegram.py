@@ -47,6 +47,7 @@ BOT_USER = {"id": 123456, "is_bot": True, "first_name": "Pi", "username": "pi_te
 ALICE = {"id": 42, "is_bot": False, "first_name": "Alice", "username": "alice"}
 MAX_TEXT = 4096
 CLOUD_FILE_MAX = 20 * 2**20  # getFile refuses bigger files ("file is too big")
+PHOTO_MAX = 10 * 2**20  # sendPhoto's limit (core.telegram.org/bots/api#sendphoto)
 MAX_CALLBACK_DATA = 64
 WAIT = 10.0
 # Telegram's flood limits are approximate; the fake catches pacing bugs (edits every
@@ -114,6 +115,7 @@ class Message:
     sender: dict[str, Any] = field(default_factory=lambda: BOT_USER)
     document: bytes | None = None
     filename: str = ""
+    photo: bytes | None = None  # as the bot sent it (Telegram would re-encode it)
     deleted: bool = False
     edited_at: list[float] = field(default_factory=list)
 
@@ -140,6 +142,11 @@ class Message:
                 "file_unique_id": "u",
                 "file_name": self.filename,
             }
+            if self.text:
+                out["caption"] = self.text
+        elif self.photo is not None:
+            size = {"file_id": f"ph{self.message_id}", "file_unique_id": "p", "width": 1}
+            out["photo"] = [{**size, "height": 1}]
             if self.text:
                 out["caption"] = self.text
         elif self.text:
@@ -568,6 +575,28 @@ class FakeTelegram:
             thread_id=params.get("message_thread_id"),
             document=document.file.read(),
             filename=document.filename,
+        )
+        self.messages[(chat_id, message.message_id)] = message
+        self._dismiss_draft(chat_id)
+        return message.json()
+
+    async def _m_sendPhoto(self, params: dict[str, Any]) -> Any:
+        chat_id = int(params["chat_id"])
+        photo = params.get("photo")
+        if not isinstance(photo, web.FileField):
+            raise bad_request("there is no photo in the request")
+        data = photo.file.read()
+        if len(data) > PHOTO_MAX:
+            raise bad_request("PHOTO_SAVE_FILE_INVALID")
+        if not data.startswith((b"\x89PNG", b"\xff\xd8", b"RIFF")):
+            raise bad_request("IMAGE_PROCESS_FAILED")
+        self._pace_group(chat_id)
+        message = Message(
+            chat_id,
+            self._next_id(chat_id),
+            str(params.get("caption") or ""),
+            thread_id=params.get("message_thread_id"),
+            photo=data,
         )
         self.messages[(chat_id, message.message_id)] = message
         self._dismiss_draft(chat_id)

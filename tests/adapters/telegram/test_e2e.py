@@ -628,3 +628,28 @@ async def test_a_voice_note_without_transcription_says_how_and_is_kept(
     assert "inbox/voice.ogg" in told.text
     assert (_inbox(opts) / "voice.ogg").read_bytes() == clip
     assert fake_llm.requests == []
+
+
+async def test_an_image_the_agent_sends_is_a_photo_and_one_telegram_refuses_a_file(
+    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        "the screenshot",
+        Reply(tool_calls=[ToolCall("send_file", {"path": "shot.png"})]),
+        Reply(tool_calls=[ToolCall("send_file", {"path": "not-really.png"})]),
+        Reply(text="Both sent."),
+    )
+    argv = agent_home.argv(DEFAULT_VERSION, "-e", str(SEND_FILE_EXTENSION))
+    opts = options(tmp_path / "data", argv, agent_home.env())
+    workspace = opts.workspace(f"tg:{CHAT}")
+    workspace.mkdir(parents=True)
+    (workspace / "shot.png").write_bytes(PNG_PIXEL)
+    (workspace / "not-really.png").write_bytes(b"plain text, named like a picture")
+    async with telegram_bot(opts) as fake:
+        fake.message(CHAT, "send me the screenshot")
+        await fake.bot_message("Both sent.", CHAT, within=WAIT)
+        await fake.bot_message("✅ done", CHAT, within=WAIT)
+        sent = fake.bot_messages(CHAT)
+    assert [m.photo for m in sent if m.photo is not None] == [PNG_PIXEL]
+    documents = [(m.filename, m.document) for m in sent if m.document is not None]
+    assert documents == [("not-really.png", b"plain text, named like a picture")]
