@@ -1,31 +1,28 @@
 """Files the agent sends to the chat: its `send_file` tool (bridge/extensions/send-file.ts).
 
 The tool's start carries the path (by `toolCallId`); when the call ends without error
-the bridge reads the file itself, with its own rules (`controls.export.read_inside`:
-a regular file inside the agent's working directory once links and `..` are
-resolved, within `MAX_SENT_BYTES`), and posts it. The extension's own check is a
+the bridge reads the file itself, with its own rules (`controls.files.workspace_file`,
+as for /get: a regular file inside the agent's working directory once links and `..`
+are resolved, within `MAX_POSTED_BYTES`), and posts it. The extension's own check is a
 courtesy to the agent; this one is the rule. A call that ends in error sends nothing.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
-from bridge.controls.export import ExportRefused, read_inside
+from bridge.controls.export import ExportRefused
+from bridge.controls.files import workspace_file
 from bridge.model import Upload
 from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from bridge.model import Op
     from bridge.rpc.client import AgentEvent
 
-SEND_FILE = "send_file"  # the tool's name in bridge/extensions/send-file.ts
-MAX_SENT_BYTES = 20 * 2**20  # posted whole, as /export and /get
 OUTSIDE = "⚠️ The agent asked to send a file outside its workspace; not sent."
 KEPT = 64  # calls remembered between start and end (a run has a few at once)
 
@@ -54,14 +51,8 @@ class SentFiles:
 
 
 async def _upload(cwd: Path, name: str, caption: str, token: Callable[[], str]) -> list[Op] | str:
-    root = Path(await anyio.Path(cwd).resolve())
-    if Path(name).is_absolute():
-        return OUTSIDE
     try:
-        path, content = await anyio.to_thread.run_sync(
-            lambda: read_inside(root / name, (root,), MAX_SENT_BYTES, outside=OUTSIDE, what=name)
-        )
+        path, content = await workspace_file(cwd, name, OUTSIDE)
     except ExportRefused as refused:
         return str(refused)
-    shown = caption or str(path.relative_to(root))
-    return [Upload(f"sent:{token()}", path.name, content, caption=shown)]
+    return [Upload(f"sent:{token()}", path.name, content, caption=caption or path.as_posix())]

@@ -1,7 +1,7 @@
 """/get <path>: a file of the conversation's workspace, posted into the chat.
 
 Only a regular file inside the workspace (the live agent's cwd) once links and `..`
-are resolved, within `MAX_GET_BYTES`, is posted (`export.read_inside`); an absolute
+are resolved, within `MAX_POSTED_BYTES`, is posted (`export.read_inside`); an absolute
 path is refused outright, so `/get /etc/passwd`, `/get ../../etc/passwd` and a link
 out of the workspace all get the same answer and nothing is read.
 """
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from bridge.model import Op
 
 # Read into memory and posted whole, as /export: under Telegram's 50 MB for bots.
-MAX_GET_BYTES = 20 * 2**20
+MAX_POSTED_BYTES = 20 * 2**20
 USAGE = "Usage: /get <path>, a file in this conversation's workspace (e.g. /get inbox/build.log)."
 OUTSIDE = "⚠️ /get sends only files inside this conversation's workspace; not sent."
 
@@ -32,25 +32,36 @@ async def get(target: Target, arg: str) -> list[Op]:
     name = arg.strip()
     if not name:
         return target.renderer.notice(USAGE)
-    if PurePosixPath(name).is_absolute() or name.startswith("~"):
+    if name.startswith("~"):
         return target.renderer.notice(OUTSIDE)
     agent = await target.ensure_agent()
-    workspace = Path(await anyio.Path(agent.spec.cwd).resolve())
-    # Decided on the name alone first, so nothing outside is even looked at.
-    if not _within(workspace, name):
-        return target.renderer.notice(OUTSIDE)
-    if not await anyio.Path(workspace / name).is_file():
-        return target.renderer.notice(f"⚠️ No file {name} in this conversation's workspace.")
+    missing = f"⚠️ No file {name} in this conversation's workspace."
     try:
-        path, content = await anyio.to_thread.run_sync(
-            lambda: read_inside(
-                workspace / name, (workspace,), MAX_GET_BYTES, outside=OUTSIDE, what=name
-            )
-        )
+        path, content = await workspace_file(agent.spec.cwd, name, OUTSIDE, missing)
     except ExportRefused as refused:
         return target.renderer.notice(str(refused))
-    caption = str(path.relative_to(workspace))
-    return [Upload(f"get:{target.new_token()}", path.name, content, caption=caption)]
+    return [Upload(f"get:{target.new_token()}", path.name, content, caption=path.as_posix())]
+
+
+async def workspace_file(
+    cwd: Path, name: str, outside: str, missing: str | None = None
+) -> tuple[Path, bytes]:
+    """The file `name` names in the workspace `cwd` (its path relative to the
+    workspace, its bytes), for /get and the agent's `send_file`. `ExportRefused` says
+    `outside` for an absolute name, one whose `..` lead out (decided on the spelling,
+    so nothing outside is even looked at) or a link out (`read_inside`), `missing` for
+    no such file when given, or that it is over `MAX_POSTED_BYTES`."""
+    workspace = Path(await anyio.Path(cwd).resolve())
+    if PurePosixPath(name).is_absolute() or not _within(workspace, name):
+        raise ExportRefused(outside)
+    if missing is not None and not await anyio.Path(workspace / name).is_file():
+        raise ExportRefused(missing)
+    path, content = await anyio.to_thread.run_sync(
+        lambda: read_inside(
+            workspace / name, (workspace,), MAX_POSTED_BYTES, outside=outside, what=name
+        )
+    )
+    return path.relative_to(workspace), content
 
 
 def _within(workspace: Path, name: str) -> bool:
