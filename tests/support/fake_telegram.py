@@ -567,18 +567,9 @@ class FakeTelegram:
         document = params.get("document")
         if not isinstance(document, web.FileField):
             raise bad_request("there is no document in the request")
-        self._pace_group(chat_id)
-        message = Message(
-            chat_id,
-            self._next_id(chat_id),
-            str(params.get("caption") or ""),
-            thread_id=params.get("message_thread_id"),
-            document=document.file.read(),
-            filename=document.filename,
+        return self._file_message(
+            chat_id, params, document=document.file.read(), filename=document.filename
         )
-        self.messages[(chat_id, message.message_id)] = message
-        self._dismiss_draft(chat_id)
-        return message.json()
 
     async def _m_sendPhoto(self, params: dict[str, Any]) -> Any:
         chat_id = int(params["chat_id"])
@@ -590,13 +581,18 @@ class FakeTelegram:
             raise bad_request("PHOTO_SAVE_FILE_INVALID")
         if not data.startswith((b"\x89PNG", b"\xff\xd8", b"RIFF")):
             raise bad_request("IMAGE_PROCESS_FAILED")
+        return self._file_message(chat_id, params, photo=data)
+
+    def _file_message(self, chat_id: int, params: dict[str, Any], **content: Any) -> Any:
+        """The bot's message carrying a file (`content`: Message's fields), its caption
+        from `params`: counted against a group's message rate, and ending the chat's draft."""
         self._pace_group(chat_id)
         message = Message(
             chat_id,
             self._next_id(chat_id),
             str(params.get("caption") or ""),
             thread_id=params.get("message_thread_id"),
-            photo=data,
+            **content,
         )
         self.messages[(chat_id, message.message_id)] = message
         self._dismiss_draft(chat_id)

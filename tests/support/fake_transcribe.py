@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import BodyPartReader, web
 
-from tests.support.loopback import free_port
+from tests.support.loopback import serve_on_loopback
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -35,7 +35,7 @@ class FakeTranscriber:
     transcript: str = ""
     key: str = "sk-test-transcribe"
     clips: list[Clip] = field(default_factory=list)
-    port: int = field(default_factory=free_port)
+    port: int = 0  # once serving
     _runner: web.AppRunner | None = None
 
     @property
@@ -45,9 +45,7 @@ class FakeTranscriber:
     async def __aenter__(self) -> FakeTranscriber:
         app = web.Application()
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        self._runner, self.port = await serve_on_loopback(app)
         return self
 
     async def __aexit__(
