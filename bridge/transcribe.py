@@ -31,13 +31,17 @@ def endpoint(url: str) -> str:
     return url.rstrip("/") + PATH if urlsplit(url).path in ("", "/") else url
 
 
+def headers(service: Transcription) -> dict[str, str]:
+    """The bearer key, when one is configured."""
+    return {"Authorization": f"Bearer {service.key}"} if service.key else {}
+
+
 async def transcribe(service: Transcription, name: str, data: bytes, mime: str) -> str:
-    headers = {"Authorization": f"Bearer {service.key}"} if service.key else {}
     try:
         async with httpx.AsyncClient(timeout=TIMEOUT) as client:
             response = await client.post(
                 endpoint(service.url),
-                headers=headers,
+                headers=headers(service),
                 data={"model": service.model, "response_format": "json"},
                 files={"file": (name, data, mime)},
             )

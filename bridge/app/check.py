@@ -117,12 +117,11 @@ async def _check_transcription(service: Transcription) -> str:
     with 400 when it got that far (401 / 403: the key was refused)."""
     import httpx
 
-    from bridge.transcribe import endpoint
+    from bridge.transcribe import endpoint, headers
 
-    headers = {"Authorization": f"Bearer {service.key}"} if service.key else {}
     url = endpoint(service.url)
     async with httpx.AsyncClient(timeout=CHECK_TIMEOUT) as client:
-        response = await client.post(url, headers=headers, data={"model": service.model})
+        response = await client.post(url, headers=headers(service), data={"model": service.model})
     if response.status_code in (401, 403):
         raise RuntimeError(f"{url} refused the key (HTTP {response.status_code})")
     return f"{url} answers (HTTP {response.status_code} to a request without a clip)"
