@@ -1,8 +1,9 @@
 """One conversation: its inbox, and the intents it carries out.
 
 A `Conversation` lives in memory while it is in use. Its agent comes and goes
-(lifetime.py), its agent's questions are dialogs.py's, messages that must wait
-are waiting.py's. Once it is quiet (`quiet_since`: no agent, nothing queued or
+(lifetime.py), its agent's questions are dialogs.py's (the approval gate's,
+approving.py's), messages waiting for the agent are queued.py's and waiting.py's
+(held for a compaction or an answer). Once it is quiet (`quiet_since`: no agent, nothing queued or
 being handled, no output pending) the supervisor lets it go; its lasting state is
 in the store, so its next message makes it again as it was. Messages are routed
 when taken from the inbox, not when they arrive, so a message that queued behind
@@ -22,11 +23,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge import controls
+from bridge.approving import Approvals
 from bridge.attachments import as_content, fetched
 from bridge.dialogs import Dialogs
 from bridge.lifetime import AgentLife, crashed
 from bridge.model import AnswerPress, Inbound
-from bridge.render import BusyChoice, DialogChoice, PickerChoice, Renderer, StopChoice
+from bridge.queued import Queued
+from bridge.render import BusyChoice, DialogChoice, PickerChoice, QueueChoice, Renderer, StopChoice
 from bridge.router import (
     AskBusy,
     Control,
@@ -79,11 +82,11 @@ class Conversation:
         )
         self.life = AgentLife(self, services)
         self.dialogs = Dialogs(key, chat, services, self.renderer, lambda: self.record, self.submit)
+        self.queued = Queued(self, self._prompt)  # steers and follow-ups not taken yet
+        self.approvals = Approvals(self, services)  # hooks itself into the dialogs
         self.last_active = services.clock()
-        send, receive = anyio.create_memory_object_stream[Inbound | Held](
-            services.options.inbox_size
-        )
-        self._inbox_send, self._inbox = send, receive
+        inbox = anyio.create_memory_object_stream[Inbound | Held](services.options.inbox_size)
+        self._inbox_send, self._inbox = inbox
         self._tg: TaskGroup | None = None
         self._waiting = Waiting()
         self._arrived: dict[int, float] = {}  # id(queued inbound) → when it arrived
@@ -179,9 +182,7 @@ class Conversation:
             self._inbox_send.send_nowait(inbound)
             self._arrived[id(inbound)] = self.last_active if arrived is None else arrived
         except anyio.WouldBlock:
-            self.notify(
-                "⏳ Too many messages are waiting; this one was not sent. Try again shortly."
-            )
+            self.notify(FULL)
 
     async def _take(self, item: Inbound | Held) -> None:
         if isinstance(item, Held):
@@ -268,17 +269,8 @@ class Conversation:
             raise
 
     async def _queue(self, intent: Steer | FollowUp, message_id: str | None) -> None:
-        agent = self.agent
-        if agent is None or not agent.state.busy:
+        if not await self.queued.add(intent, message_id):  # no run on: it starts one
             await self._prompt(Prompt(intent.text, intent.images), message_id)
-            return
-        images = as_content(intent.images)
-        if isinstance(intent, Steer):
-            await agent.steer(intent.text, images)
-        else:
-            await agent.follow_up(intent.text, images)
-        # Accepted: the message shows it reached the run, as a prompt's does.
-        self.submit(self.renderer.joined(message_id, intent.text))
 
     async def _stop(self) -> None:
         agent = self.agent
@@ -286,6 +278,7 @@ class Conversation:
             self.notify("Nothing is running.")
             return
         self._waiting.release()  # a stop drops them too
+        self.queued.stopped()
         await agent.abort()
 
     async def _press(self, press: Press, sender: Sender) -> None:
@@ -297,6 +290,8 @@ class Conversation:
                 await self._busy_choice(press, choice)
             case DialogChoice() as choice:
                 await self.dialogs.chosen(self.agent, press, choice, sender)
+            case QueueChoice() as choice:
+                await self.queued.pressed(press, choice, sender)
             case PickerChoice() as choice:
                 self._answer(press, "✓")
                 self.submit(self.renderer.close_picker(choice.picker_id, f"✓ {choice.value}"))
@@ -335,7 +330,10 @@ class Conversation:
 
     async def on_event(self, agent: AgentClient, event: AgentEvent, now: float) -> None:
         """One agent event: shown by the renderer, then what else it means here."""
+        if isinstance(event, SelectRequest) and await self.approvals.asked(agent, event, now):
+            return  # the approval gate's question: approving.py shows it, or allows it
         self.submit(self.renderer.apply(event, now))
+        self.queued.observe(event)
         match event:
             case RunStarted():
                 self.life.run_started(now)
@@ -344,6 +342,7 @@ class Conversation:
                 self.last_active = now
                 assert self._tg is not None
                 self._tg.start_soon(self._guarded, self.adopt_session, agent)
+                self._tg.start_soon(self._guarded, self.queued.run_ended)
             case SelectRequest() | ConfirmRequest() | InputRequest() | EditorRequest():
                 await self.dialogs.opened(event, now)
             case DialogExpired():
@@ -392,6 +391,7 @@ class Conversation:
     def submit(self, ops: Sequence[Op]) -> None:
         if ops:
             self.s.outbox.submit(self.key, self.chat, ops)
+            self.approvals.mirror(ops)
 
     def notify(self, text: str) -> None:
         self.submit(self.renderer.notice(text))

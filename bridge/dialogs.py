@@ -17,7 +17,7 @@ from bridge.model import AnswerPress
 from bridge.store.records import AuditEntry, DialogRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from bridge.model import ButtonPress, ChatRef, Op, Sender
     from bridge.render import DialogChoice, Renderer
@@ -45,6 +45,11 @@ class Dialogs:
         self.key, self.chat, self.s = key, chat, services
         self._renderer, self._record, self._submit = renderer, record, submit
         self._asked_at: dict[str, float] = {}  # open dialogs → when shown (answer latency)
+        # Told of every answer (request id, value sent, who); returns what was decided
+        # on, for the audit log (the approval gate's grants live there).
+        self.on_settled: Callable[[str, str | None, Sender], Awaitable[str]] | None = None
+        # Told of a dialog closed unanswered (its id; None: all of them, the agent went).
+        self.on_closed: Callable[[str | None], None] | None = None
 
     def may_answer(self, sender: Sender) -> bool:
         record = self._record()
@@ -52,9 +57,10 @@ class Dialogs:
         owner = record.owner if record else None
         return sender.id == owner or sender.named_in(approvers)
 
-    async def opened(self, request: DialogRequest, now: float) -> None:
-        """The agent asked (the renderer has shown it): claims for its buttons go in
-        the store, with when it expires (its own timeout, or the bridge's)."""
+    async def opened(self, request: DialogRequest, now: float, copies: Sequence[str] = ()) -> None:
+        """The agent asked (the renderer has shown it, in this chat and in the chats
+        `copies`): claims for its buttons go in the store, with when it expires (its own
+        timeout, or the bridge's)."""
         self._asked_at[request.id] = now
         own = (
             request.timeout / 1000 if request.timeout is not None and request.timeout > 0 else None
@@ -79,6 +85,7 @@ class Dialogs:
                 message_chat=self.chat.chat_id,
                 message_thread=self.chat.thread_id,
                 message_slot=self._renderer.dialog_slot(request.id),
+                copies=list(copies),
                 created_at=wall,
             )
             for token, label in claims
@@ -93,7 +100,7 @@ class Dialogs:
             self._submit([AnswerPress(press.press_id, NOT_YOURS, alert=True)])
             return
         typed = press.text if choice.form is not None else None
-        if choice.form is not None and typed is None:
+        if choice.form is not None and typed is None and not choice.typed_prefix:
             # [Answer] on a platform without forms: ask for the answer as a message.
             self._submit([AnswerPress(press.press_id, "")])  # the message it posts says why
             self._submit(self._renderer.ask_reply(choice.request_id, sender.id))
@@ -101,15 +108,15 @@ class Dialogs:
         if agent is None or not await self._claim(agent, choice.request_id):
             await self.stale(agent, press)
             return
+        value = choice.typed_prefix + typed if typed is not None else choice.value
         await agent.answer_dialog(
-            choice.request_id,
-            value=typed if typed is not None else choice.value,
-            confirmed=choice.confirmed,
-            cancelled=choice.cancelled,
+            choice.request_id, value=value, confirmed=choice.confirmed, cancelled=choice.cancelled
         )
         label = typed[:100] if typed is not None else choice.label
+        if typed is not None and choice.typed_prefix:
+            label = f"{choice.label} “{typed[:100]}”"
         self._submit([AnswerPress(press.press_id, f"✓ {label}")])
-        await self._settled(choice.request_id, sender, label)
+        await self._settled(choice.request_id, sender, label, value)
 
     async def replied(self, agent: AgentClient | None, reply: DialogReply, sender: Sender) -> None:
         """A message answered an input dialog."""
@@ -120,17 +127,21 @@ class Dialogs:
             self._submit(self._renderer.notice("That question is no longer active."))
             return
         await agent.answer_dialog(reply.request_id, value=reply.text)
-        await self._settled(reply.request_id, sender, reply.text[:100])
+        await self._settled(reply.request_id, sender, reply.text[:100], reply.text)
 
     async def expired(self, event: DialogExpired) -> None:
         """Its deadline passed (the renderer closes the message): the claim goes."""
         request_id = event.dialog.request.id
         self._asked_at.pop(request_id, None)
+        if self.on_closed is not None:
+            self.on_closed(request_id)
         await self.s.store.take_dialog(request_id, self.key)
 
     async def agent_gone(self) -> None:
         """The agent stopped: none of its dialogs can be answered any more."""
         self._asked_at.clear()
+        if self.on_closed is not None:
+            self.on_closed(None)
         for dialog in await self.s.store.dialogs_for(self.key):
             await self.s.store.take_dialog(dialog.request_id, self.key)
 
@@ -150,7 +161,10 @@ class Dialogs:
         agent.state.hold_dialog(request_id, held=False)  # still the deadline's
         return False
 
-    async def _settled(self, request_id: str, sender: Sender, label: str) -> None:
+    async def _settled(
+        self, request_id: str, sender: Sender, label: str, value: str | None
+    ) -> None:
+        subject = await self.on_settled(request_id, value, sender) if self.on_settled else ""
         asked = self._asked_at.pop(request_id, None)
         if asked is not None:
             self.s.stats.dialog_answer.observe(self.s.clock() - asked)
@@ -163,6 +177,7 @@ class Dialogs:
                 user_id=sender.id,
                 user_name=sender.name,
                 request_id=request_id,
+                title=subject,
                 choice=label,
             )
         )

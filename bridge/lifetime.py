@@ -3,7 +3,8 @@ session adoption and reap.
 
 An agent is spawned on demand (`ensure`) within the supervisor's live-agent cap,
 started with `--session <file>` when the conversation has one, so a respawn
-after a crash, a reap or a bridge restart resumes where it was. Crash loops back
+after a crash, a reap or a bridge restart resumes where it was (the legacy agent's
+file the bridge names itself: `name_session`). Crash loops back
 off exponentially. Its events are pumped to the conversation (`Host.on_event`);
 a ticker flushes throttled output and enforces the run-time limit (abort, then
 kill). When the process ends, whatever the reason, the slot is released and the
@@ -20,8 +21,10 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from bridge.outgoing import SentFiles
+from bridge.paths import GATE_EXTENSION
 from bridge.rpc import AgentClient, AgentSpec, RpcError
 from bridge.sandbox import contain
+from bridge.sessionfiles import new_session_name
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -79,6 +82,7 @@ class AgentLife:
         self._spawns: list[float] = []
         self._run_started: float | None = None
         self._aborted_for_time = False
+        self._paused: float | None = None  # since when a person holds the run up
 
     @property
     def busy(self) -> bool:
@@ -112,7 +116,7 @@ class AgentLife:
         await self._done.wait()
 
     def run_started(self, now: float) -> None:
-        self._run_started, self._aborted_for_time = now, False
+        self._run_started, self._aborted_for_time, self._paused = now, False, None
         self.s.stats.runs_started += 1
 
     def run_ended(self) -> None:
@@ -120,6 +124,16 @@ class AgentLife:
         self._run_started = None
         self.s.stats.runs_ended += 1
         self.s.gate.changed()
+
+    def waiting(self, asked: int, now: float) -> None:
+        """`asked` approvals wait for a person: the run-time limit does not count that
+        wait (the run is not running away; it is held up on purpose)."""
+        if asked and self._paused is None:
+            self._paused = now
+        elif not asked and self._paused is not None:
+            if self._run_started is not None:
+                self._run_started += now - self._paused
+            self._paused = None
 
     async def adopt_session(self, agent: AgentClient) -> None:
         """Remember the agent's session file, so a respawn resumes it."""
@@ -135,6 +149,17 @@ class AgentLife:
         if isinstance(session_file, str) and session_file != record.session_file:
             await self._host.save(session_file=session_file)
 
+    async def name_session(self) -> None:
+        """Name the session file of an agent without `--session-dir` (the legacy 0.13):
+        it would write under its config dir, which the sandbox makes anew at every
+        start, and answers no `get_state` to say where. Named in the session dir, it
+        is resumed at the next start and listed by /sessions."""
+        record = self._host.record
+        if self.s.options.agent.session_flags or record is None or record.session_file:
+            return
+        name = new_session_name(self.s.wall())
+        await self._host.save(session_file=str(Path(record.session_dir) / name))
+
     def spec(self) -> AgentSpec:
         options, key = self.s.options, self._host.key
         argv = list(options.argv(key))
@@ -144,6 +169,10 @@ class AgentLife:
             argv += ["--session-dir", record.session_dir]
             if record.session_file and os.path.isfile(record.session_file):
                 argv += ["--session", record.session_file]
+        elif record.session_file:
+            # The legacy 0.13 writes the `--session` file it is given, but reads its
+            # history back only with `--continue` (its main.js); see `name_session`.
+            argv += ["--session", record.session_file, "--continue"]
         # A configured workspace wins over the one recorded when the conversation began,
         # so moving a channel to another checkout takes effect at the next agent start.
         chat = options.chat(key)
@@ -151,7 +180,15 @@ class AgentLife:
         workspace.mkdir(parents=True, exist_ok=True)
         session_dir = Path(record.session_dir)
         session_dir.mkdir(parents=True, exist_ok=True)
-        spec = AgentSpec(argv=argv, cwd=workspace, env=dict(options.agent.env))
+        env = dict(options.agent.env)
+        # Not for the legacy agent (no session flags): it has no extensions, and would
+        # take the extension's path for a first message.
+        if options.approvals.mode != "off" and options.agent.session_flags:
+            # Asking is the gate's; deciding what needs a person is the bridge's (it
+            # knows the grants), except that in "all" the gate must ask about every tool.
+            argv += ["-e", str(GATE_EXTENSION)]
+            env["PI_APPROVAL_GATE"] = "all" if options.approvals.mode == "all" else "changes"
+        spec = AgentSpec(argv=argv, cwd=workspace, env=env)
         return contain(spec, options, key, session_dir)
 
     async def _backoff(self) -> None:
@@ -168,6 +205,7 @@ class AgentLife:
     async def _run(self, *, task_status: TaskStatus[AgentClient]) -> None:
         self.closing = False
         self._done = anyio.Event()
+        await self.name_session()
         # The sandbox's config copy and the folders are file work: off the event loop.
         spec = await anyio.to_thread.run_sync(self.spec)
         client = AgentClient(spec, clock=self.s.clock, dialog_timeout=self.s.options.dialog_timeout)
@@ -214,7 +252,7 @@ class AgentLife:
 
     async def _enforce_run_time(self, agent: AgentClient, now: float) -> None:
         started, limit = self._run_started, self.s.options.max_run_time
-        if started is None or now - started < limit:
+        if started is None or self._paused is not None or now - started < limit:
             return
         if not self._aborted_for_time:
             self._aborted_for_time = True

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SandboxMode = Literal["bwrap", "off"]
+ApprovalMode = Literal["off", "dangerous", "writes", "all"]
 
 KEY_PREFIXES = ("tg:", "slack:", "console")  # what a conversation key starts with
 
@@ -44,8 +45,9 @@ class SandboxOptions:
 class AgentOptions:
     argv: tuple[str, ...]
     env: Mapping[str, str]  # the agent's whole environment (built from an allowlist)
-    # `--session-dir`/`--session` flags; off for agents without them (legacy 0.13
-    # would read the bare directory argument as a first message).
+    # `--session-dir`/`--session` flags; off for the legacy 0.13, which has no
+    # `--session-dir` (it would read the bare directory as a first message): it gets
+    # `--session <file> --continue` with a file the bridge names (lifetime.py).
     session_flags: bool = True
     sandbox: SandboxOptions = field(default_factory=lambda: SandboxOptions(mode="off"))
 
@@ -64,6 +66,21 @@ class ChatOptions:
     approvers: frozenset[str] = frozenset()
     busy_policy: BusyPolicy | None = None
     verbosity: Verbosity | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalOptions:
+    """The bridge's approval gate (bridge/approvals, docs/commands.md "Approvals").
+
+    `mode` "off" loads no gate; "dangerous" asks before bash commands matching
+    `patterns` (None: the shipped list) or writing outside the workspace; "writes"
+    also before every edit and write; "all" before every tool call. With
+    `notify_approvers` "dm", each approver also gets the question in a direct message.
+    """
+
+    mode: ApprovalMode = "off"
+    patterns: tuple[str, ...] | None = None
+    notify_approvers: Literal["off", "dm"] = "off"
 
 
 @dataclass(frozen=True)
@@ -93,6 +110,7 @@ class BridgeOptions:
     inbox_size: int = 64  # queued messages per conversation before "slow down"
     file_max_bytes: int = 50 * 2**20  # a file a person sends, saved in the workspace
     transcribe: Transcription | None = None  # voice notes become text (None: kept as files)
+    approvals: ApprovalOptions = field(default_factory=ApprovalOptions)
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
     # The conversation keys this bridge serves start with this ("": any). Bridges of
@@ -122,6 +140,10 @@ class BridgeOptions:
     def approvers_of(self, key: str) -> frozenset[str]:
         chat = self.chat(key)
         return self.approvers | chat.approvers if chat is not None else self.approvers
+
+    def all_approvers(self) -> frozenset[str]:
+        """Everyone who approves somewhere: the bridge's approvers and every chat's."""
+        return self.approvers.union(*(chat.approvers for chat in self.chats.values()))
 
     def settings_of(self, key: str) -> ConversationSettings:
         """What a new conversation under `key` starts with."""

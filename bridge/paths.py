@@ -20,6 +20,8 @@ def data_dir() -> Path:
 
 # The bridge's own agent extension (`send_file`: files from the agent to the chat).
 SEND_FILE_EXTENSION = PROJECT_ROOT / "bridge" / "extensions" / "send-file.ts"
+# The approval gate, added to every agent's command line while approvals are on.
+GATE_EXTENSION = PROJECT_ROOT / "bridge" / "extensions" / "approval-gate.ts"
 
 
 def default_agent_argv() -> list[str]:

@@ -146,7 +146,12 @@ class Bridge:
             self._say(inbound, GIVEN_UP)
 
     async def _admit(self, inbound: Inbound, arrived: float) -> None:
-        gate = screen(inbound, self.options.allowed_users)
+        allowed = self.options.allowed_users
+        if allowed is not None and inbound.press is not None:
+            # Approvers answer questions wherever they see them (a copy in their direct
+            # messages, approving.py) even when they may not talk to an agent themselves.
+            allowed = allowed | self.options.all_approvers()
+        gate = screen(inbound, allowed)
         if gate is not None and gate.action == "drop":
             return
         if await self._duplicate(inbound):

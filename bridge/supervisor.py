@@ -23,6 +23,7 @@ as after any restart.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -215,6 +216,8 @@ class Supervisor:
         if not self.accepting:
             return False
         conversation = self.conversations.get(inbound.key)
+        if inbound.press is not None and (copied := await self._copy_of(inbound)) is not None:
+            conversation, inbound = copied
         if conversation is None:
             if inbound.press is not None:
                 # Buttons live only in their conversation's memory: none is live here.
@@ -233,6 +236,19 @@ class Supervisor:
                 raise
         conversation.deliver(inbound, arrived)
         return True
+
+    async def _copy_of(self, inbound: Inbound) -> tuple[Conversation, Inbound] | None:
+        """A press on a copy of another conversation's question (an approver's direct
+        message, approving.py): that conversation, and the press as made there. Only a
+        chat the copy was posted to counts, so a token carried elsewhere is dead."""
+        assert inbound.press is not None
+        record = await self.s.store.get_dialog(inbound.press.token)
+        if record is None or record.key == inbound.key or inbound.chat.chat_id not in record.copies:
+            return None
+        owner = self.conversations.get(record.key)
+        if owner is None:
+            return None
+        return owner, dataclasses.replace(inbound, key=owner.key, chat=owner.chat)
 
     async def _reaper(self) -> None:
         while True:

@@ -249,6 +249,15 @@ class SlackAdapter:
                 channel=channel, user=user, text=fallback_text(text), thread_ts=thread or None
             )
 
+    async def direct_chat(self, user_id: str) -> ChatRef | None:
+        """The app's direct message with a person (`conversations.open`, needs
+        `im:write`); None for an id that is no person's (a user group)."""
+        if not user_id.startswith(("U", "W")):
+            return None
+        with translated():
+            opened = await self.client.conversations_open(users=user_id)
+        return ChatRef(str(opened["channel"]["id"]))
+
     async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
         """:eyes: on the user's message while the agent works on it, then ✅ or ❌ in its
         place. A reaction already there (or already gone) is what was wanted."""

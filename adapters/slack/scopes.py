@@ -26,6 +26,7 @@ OPTIONAL: dict[str, str] = {
     "files:read": "files and images people share (saved in the workspace, or shown to the agent)",
     "reactions:write": "reactions on the messages the agent works on",
     "usergroups:read": "user groups as allowed users or approvers",
+    "im:write": "approval questions copied to approvers' direct messages",
     "commands": "the /pi command",
 }
 

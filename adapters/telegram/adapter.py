@@ -33,6 +33,7 @@ from adapters import errors
 from adapters.telegram.format import format_markdown
 from bridge.model import (
     BadFormatting,
+    ChatRef,
     MessageGone,
     MessageRef,
     NotModified,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     from telegram import Bot, Message
 
-    from bridge.model import ChatRef, Keyboard, Markup, ReactionState
+    from bridge.model import Keyboard, Markup, ReactionState
 
 # PTB 22 warns, on every RetryAfter, that `retry_after` will become a timedelta:
 # `retry_seconds` takes either, so the warning says nothing to act on.
@@ -202,6 +203,11 @@ class TelegramAdapter:
     async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
         with platform_errors():
             await self.bot.answer_callback_query(press_id, text=text or None, show_alert=alert)
+
+    async def direct_chat(self, user_id: str) -> ChatRef | None:
+        """A person's private chat with the bot has their user id (it works once they
+        have started the bot; a send before that is refused, and only that send fails)."""
+        return ChatRef(user_id) if user_id.isdigit() else None
 
     async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
         """👀 on the user's message while the agent works on it, then 👍 or 👎 in its

@@ -35,10 +35,12 @@ from bridge.app.platforms import (
     telegram_settings,
 )
 from bridge.app.schema import Config, LimitsSection
+from bridge.approvals.policy import check_patterns
 from bridge.model import ConversationSettings
 from bridge.options import (
     KEY_PREFIXES,
     AgentOptions,
+    ApprovalOptions,
     BridgeOptions,
     ChatOptions,
     SandboxOptions,
@@ -248,6 +250,9 @@ def _build(
     if key_env and key_env in agent_env:
         problems.append(f"{name('agent', 'env')}: refusing to pass the transcription key {key_env}")
 
+    patterns = config.approvals.patterns
+    problems += [f"{name('approvals', 'patterns')}: {p}" for p in check_patterns(patterns or [])]
+
     telegram = telegram_settings(config.telegram, problems)
     if telegram is not None and config.telegram and config.telegram.paced_for_groups is not None:
         log.warning("telegram.paced_for_groups is no longer used: groups are paced per chat")
@@ -276,6 +281,11 @@ def _build(
         inbox_size=limits.inbox_size,
         file_max_bytes=config.files.max_bytes,
         transcribe=_transcription(config, env),
+        approvals=ApprovalOptions(
+            mode=config.approvals.mode,
+            patterns=tuple(patterns) if patterns is not None else None,
+            notify_approvers=config.approvals.notify_approvers,
+        ),
         settings=ConversationSettings(**config.defaults.model_dump()),
         chats=chats,
     )

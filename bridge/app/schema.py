@@ -21,7 +21,7 @@ from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
 from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
 from adapters.telegram.settings import GroupTrigger, Streaming
 from bridge.model import BusyPolicy, Verbosity
-from bridge.options import SandboxMode
+from bridge.options import ApprovalMode, SandboxMode
 from bridge.sandbox import default_mode
 from bridge.store.base import redact_url
 
@@ -143,6 +143,14 @@ class TranscribeSection(_Section):
     key_env: str = ""  # the name of the variable holding its key (the key never here)
 
 
+class ApprovalsSection(_Section):
+    """The approval gate: which tool calls wait for a person's answer in the chat."""
+
+    mode: ApprovalMode = "dangerous"
+    patterns: list[str] | None = None  # regexes of dangerous bash commands; None: shipped
+    notify_approvers: Literal["off", "dm"] = "off"  # "dm": approvers get a copy
+
+
 class MetricsSection(_Section):
     port: int | None = Field(default=None, ge=1, le=65535)  # None: no endpoint
     host: str = "127.0.0.1"  # metrics reveal activity: local unless asked otherwise
@@ -177,6 +185,7 @@ class Config(BaseSettings):
     chats: dict[str, ChatSection] = {}
     files: FilesSection = FilesSection()
     transcribe: TranscribeSection = TranscribeSection()
+    approvals: ApprovalsSection = ApprovalsSection()
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
 

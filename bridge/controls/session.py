@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
 from bridge.rpc.commands import (
-    ClearQueue,
     Clone,
     Compact,
     Fork,
@@ -118,16 +117,7 @@ async def commands(target: Target, arg: str) -> list[Op]:
 
 
 async def queue(target: Target, arg: str) -> list[Op]:
-    agent = target.agent
-    if agent is None or not agent.alive:
-        return target.renderer.notice("Nothing is queued.")
+    """The waiting messages with their buttons; `clear` withdraws them all."""
     if arg.strip().lower() == "clear":
-        if not agent.profile.clear_queue:
-            return target.renderer.notice("This agent cannot clear its queue.")
-        await agent.request(ClearQueue())
-        return target.renderer.notice("🧹 Queue cleared.")
-    steering, follow = agent.state.steering, agent.state.follow_up
-    if not steering and not follow:
-        return target.renderer.notice("Nothing is queued.")
-    lines = [f"➡️ {one_line(t, 80)}" for t in steering] + [f"⏭ {one_line(t, 80)}" for t in follow]
-    return target.renderer.notice("Queued:\n" + "\n".join(lines))
+        return await target.queued.clear()
+    return target.queued.listing()

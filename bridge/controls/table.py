@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.controls import session, settings
+from bridge.controls import session, sessions, settings
 from bridge.controls.export import export
 from bridge.controls.files import get
+from bridge.controls.grants import grants
 from bridge.controls.registry import Command, Registry
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ COMMANDS = Registry(
         Command("fork", "fork from an earlier message", "session", handler=session.fork,
                 idle_only=True),
         Command("clone", "clone the session", "session", handler=session.clone, idle_only=True),
+        Command("sessions", "list this conversation's sessions to resume one", "session",
+                handler=sessions.sessions, idle_only=True),
         Command("export", "export the session as HTML", "session", handler=export),
         Command("get", "send a file of the workspace", "session", handler=get,
                 usage="<path>"),
@@ -50,6 +53,8 @@ COMMANDS = Registry(
                 usage="all|compact|off"),
         Command("commands", "the agent's own commands (sent as /name)", "settings",
                 handler=session.commands),
+        Command("grants", "commands and files allowed without asking", "settings",
+                handler=grants, usage="[clear]"),
         Command("help", "what the bridge understands", "settings", handler=_help),
     ]
 )  # fmt: skip
@@ -73,4 +78,6 @@ async def pick(target: Target, kind: str, value: str) -> list[Op]:
         return await settings.set_thinking(target, value)
     if kind == "fork":
         return target.renderer.notice(BUSY) if target.busy else await session.fork_at(target, value)
+    if kind == "sessions":
+        return target.renderer.notice(BUSY) if target.busy else await sessions.resume(target, value)
     return await run(target, kind, value)

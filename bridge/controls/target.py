@@ -6,15 +6,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from bridge.model import ConversationSettings, PlatformLimits
+    from bridge.model import ConversationSettings, Op, PlatformLimits
     from bridge.render import Renderer
     from bridge.rpc import AgentClient
     from bridge.store.records import ConversationRecord
 
 
+class QueueControls(Protocol):
+    """The messages waiting for the agent (bridge/queued.py), as /queue sees them."""
+
+    def listing(self) -> list[Op]: ...
+
+    async def clear(self) -> list[Op]: ...
+
+
 class Target(Protocol):
     @property
     def renderer(self) -> Renderer: ...
+
+    @property
+    def queued(self) -> QueueControls: ...
 
     @property
     def record(self) -> ConversationRecord | None: ...
@@ -33,7 +44,13 @@ class Target(Protocol):
 
     async def adopt_session(self, agent: AgentClient) -> None: ...
 
+    async def reap(self) -> None:
+        """Stop the agent; the next message starts one from the record."""
+
     async def set_settings(self, settings: ConversationSettings) -> None: ...
+
+    async def save(self, **changes: object) -> None:
+        """Change fields of the conversation's record, and store it."""
 
     def notify(self, text: str) -> None: ...
 

@@ -1,11 +1,26 @@
 """Agent events → chat view ops, one pure state machine per conversation.
 
-`Renderer` is the entry point; `DialogChoice`, `StopChoice` and `BusyChoice` are
-what `Renderer.pressed` says a button press means. See renderer.py for the
-slots it names and the invariants it keeps.
+`Renderer` is the entry point; the `…Choice` classes are what `Renderer.pressed`
+says a button press means. See renderer.py for the slots it names and the
+invariants it keeps.
 """
 
-from bridge.render.choices import BusyChoice, Choice, DialogChoice, PickerChoice, StopChoice
+from bridge.render.choices import (
+    BusyChoice,
+    Choice,
+    DialogChoice,
+    PickerChoice,
+    QueueChoice,
+    StopChoice,
+)
 from bridge.render.renderer import Renderer
 
-__all__ = ["BusyChoice", "Choice", "DialogChoice", "PickerChoice", "Renderer", "StopChoice"]
+__all__ = [
+    "BusyChoice",
+    "Choice",
+    "DialogChoice",
+    "PickerChoice",
+    "QueueChoice",
+    "Renderer",
+    "StopChoice",
+]

@@ -3,8 +3,9 @@
 Buttons carry opaque tokens from the injected factory, never option text
 (Telegram allows 64 bytes of callback data). The book maps each live token to
 its `Choice` and groups tokens by an owner key (``"stop:3"``, ``"dialog:<id>"``,
-``"busy:<id>"``, ``"picker:<id>"``) so a whole message's buttons retire at once. Invariants: a
-token is live in at most one owner; a retired token never resolves again.
+``"busy:<id>"``, ``"picker:<id>"``, ``"queued:<id>"``) so a whole message's buttons
+retire at once. Invariants: a token is live in at most one owner; a retired token
+never resolves again.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class DialogChoice:
     confirmed: bool | None = None
     cancelled: bool = False
     form: Form | None = None
+    # With a prefix, the form is optional: a typed answer is sent as prefix + text, and
+    # a press without one (no forms on this platform) sends `value` (approving.py).
+    typed_prefix: str = ""
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,18 @@ class PickerChoice:
     picker_id: str
 
 
-Choice = DialogChoice | StopChoice | BusyChoice | PickerChoice
+QueueAction = Literal["steer_now", "cancel"]
+
+
+@dataclass(frozen=True)
+class QueueChoice:
+    """[Steer now] or [Cancel] of a message waiting in the agent's queue (queued.py)."""
+
+    entry_id: str
+    action: QueueAction
+
+
+Choice = DialogChoice | StopChoice | BusyChoice | PickerChoice | QueueChoice
 
 
 class TokenBook:

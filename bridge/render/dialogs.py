@@ -68,6 +68,19 @@ class Questions:
         buttons = self._buttons(name, _dialog_choices(request))
         return question.slot.show(self._view(question).with_buttons(buttons))
 
+    def open_approval(
+        self, request_id: str, markdown: str, choices: Sequence[tuple[str, DialogChoice]]
+    ) -> list[Op]:
+        """A question of the approval gate (bridge/approving.py): `markdown` already cut
+        to fit one message, the gate's answers two to a row."""
+        name = f"dialog:{request_id}"
+        if name in self._open:
+            return []
+        question = Question(Slot(name), markdown, True, name)
+        self._open[name] = question
+        buttons = self._buttons(name, list(choices), 2)
+        return question.slot.show(self._view(question).with_buttons(buttons))
+
     def dialog_tokens(self, request_id: str) -> list[tuple[str, DialogChoice]]:
         owner = f"dialog:{request_id}"
         if owner not in self._open:

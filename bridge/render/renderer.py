@@ -4,13 +4,13 @@ A pure state machine: no I/O, no clock of its own (`now` comes with every call),
 no asyncio. `apply` takes every decoded agent event and client signal; `tick`
 releases changes held back by pacing. The parts live in their own modules:
 live status (status.py), assistant text (text.py), tools (tools.py), dialogs, the
-busy question and pickers (dialogs.py), standalone notices (notices.py).
+busy question and pickers (dialogs.py), notices (notices.py), queued messages (queued.py).
 
 Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
 a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
 ``dialog:<request id>``, ``reply:<request id>`` (an input dialog's ForceReply
 message), ``busy:<pending id>``, ``picker:<n>``, ``notice:<n>``, ``compaction:<n>``
-(``crashed:<message id>`` is the supervisor's, see status.py).
+(``crashed:<message id>`` is the supervisor's, see status.py; ``queue…``: queued.py).
 Run numbers count from 1 per renderer: the outbox maps slots per conversation
 and per renderer's lifetime. `working_on(message_id)` marks the user's message
 that a prompt came from (`React` "working"); the run that prompt starts marks it
@@ -29,6 +29,7 @@ from bridge.model import ConversationSettings, React
 from bridge.render.choices import TokenBook
 from bridge.render.dialogs import Questions
 from bridge.render.notices import Notices
+from bridge.render.queued import QueueView
 from bridge.render.riders import Riders
 from bridge.render.status import Board, RunStatus
 from bridge.render.text import AssistantText
@@ -69,7 +70,7 @@ class Renderer:
         self._ctx = Context(limits, formatter, TokenBook(tokens, limits.max_button_data))
         self._board = Board()
         self._tools = Tools(self._ctx, tool_output_lines)
-        self._questions = Questions(self._ctx)
+        self.questions = Questions(self._ctx)
         self._notices = Notices(self._ctx)
         self._run: RunStatus | None = None
         self._cut: RunStatus | None = None  # ended without agent_end: the agent died
@@ -80,6 +81,7 @@ class Renderer:
         self._loose_scope: str | None = None  # compact tool list outside any run
         self._reacting: str | None = None  # the user's message of a prompt not yet running
         self._riders = Riders()  # the user's messages steered or queued into the run
+        self.queued = QueueView(self._ctx, self._riders)  # and the buttons of those waiting
         self._now = 0.0
 
     # --- the public surface -------------------------------------------------------------
@@ -102,47 +104,44 @@ class Renderer:
         return self._ctx.book.lookup(token)
 
     def dialog_tokens(self, request_id: str) -> list[tuple[str, DialogChoice]]:
-        return self._questions.dialog_tokens(request_id)
+        return self.questions.dialog_tokens(request_id)
 
     def dialog_slot(self, request_id: str) -> str | None:
-        return self._questions.dialog_slot(request_id)
-
-    def open_input_dialogs(self) -> list[str]:
-        return self._questions.input_dialogs()
+        return self.questions.dialog_slot(request_id)
 
     def ask_reply(self, request_id: str, sender_id: str) -> list[Op]:
-        return self._questions.ask_reply(request_id, sender_id)
+        return self.questions.ask_reply(request_id, sender_id)
 
     def reply_targets(self) -> dict[str, str]:
-        return self._questions.reply_targets()
+        return self.questions.reply_targets()
 
     def awaiting_answers(self) -> dict[str, str]:
-        return self._questions.awaiting()
+        return self.questions.awaiting()
 
     def close_dialog(self, request_id: str, outcome: str) -> list[Op]:
-        return self._questions.close(f"dialog:{request_id}", outcome)
+        return self.questions.close(f"dialog:{request_id}", outcome)
 
     def ask_busy(self, pending_id: str, preview: str) -> list[Op]:
-        return self._questions.ask_busy(pending_id, preview)
+        return self.questions.ask_busy(pending_id, preview)
 
     def close_busy(self, pending_id: str, outcome: str) -> list[Op]:
-        return self._questions.close(f"busy:{pending_id}", outcome)
+        return self.questions.close(f"busy:{pending_id}", outcome)
 
     def pick(self, kind: str, title: str, choices: list[tuple[str, str]], per_row: int) -> list[Op]:
         """A picker: buttons of (label, value); a press resolves to a `PickerChoice`."""
         self._pickers += 1
-        return self._questions.pick(str(self._pickers), kind, title, choices, per_row)
+        return self.questions.pick(str(self._pickers), kind, title, choices, per_row)
 
     def close_picker(self, picker_id: str, outcome: str) -> list[Op]:
-        return self._questions.close(f"picker:{picker_id}", outcome)
+        return self.questions.close(f"picker:{picker_id}", outcome)
 
     def has_questions(self) -> bool:
         """Whether a dialog or busy question of this renderer still has live buttons."""
-        return self._questions.any_open()
+        return self.questions.any_open()
 
     def close_questions(self, outcome: str) -> list[Op]:
         """Close every open question with `outcome` and retire its buttons."""
-        return self._questions.close_all(outcome)
+        return self.questions.close_all(outcome)
 
     def notice(self, text: str, *, markdown: bool = False) -> list[Op]:
         return self._notices.notice(text, markdown=markdown)
@@ -163,10 +162,13 @@ class Renderer:
         return [React(message, "failed")] if message else []
 
     def joined(self, message_id: str | None, text: str) -> list[Op]:
-        """The user's message `message_id` (`text`) went into the live run as a steer or
-        a follow-up: it shows it is being worked on, and how the run ended once the
-        agent has had it (see riders.py)."""
+        """`message_id` (`text`) went into the live run as a steer or follow-up (riders.py)."""
         return self._riders.join(message_id, text) if message_id is not None else []
+
+    def waiting(self, approvals: int, now: float) -> list[Op]:
+        """`approvals` questions wait for a person: the live status says so."""
+        self._board.approvals = approvals
+        return self._run.refresh(self._board, now, force=True) if self._run is not None else []
 
     def overtime(self) -> None:
         """The bridge aborts the run for running too long: it ends as failed."""
@@ -187,7 +189,7 @@ class Renderer:
         elif self._cut is not None:
             ops += self._cut.interrupted(now, reason)
         self._cut = None
-        ops += self._questions.close_all(f"✖ {reason}" if reason else "✖ no longer active")
+        ops += self.questions.close_all(f"✖ {reason}" if reason else "✖ no longer active")
         for owner in self._ctx.book.owners():
             self._ctx.book.retire(owner)
         return ops
@@ -248,7 +250,7 @@ class Renderer:
             case ev.ErrorEvent():
                 return self._notices.error(event.error)
             case ui.SelectRequest() | ui.ConfirmRequest() | ui.InputRequest() | ui.EditorRequest():
-                return self._questions.open_dialog(event)
+                return self.questions.open_dialog(event)
             case ui.NotifyRequest():
                 return self._notices.notify(event.message, event.notifyType)
             case ui.SetStatusRequest():

@@ -45,6 +45,10 @@ class Riders:
     def queued(self, follow_ups: Sequence[str]) -> None:
         self.follow_ups = tuple(text.strip() for text in follow_ups)
 
+    def drop(self, message_id: str) -> None:
+        """The message was withdrawn from the queue: it will not reach the agent."""
+        self.riders = [rider for rider in self.riders if rider.message_id != message_id]
+
     def heard(self, message: UserMessage) -> None:
         """The agent put a user message into its context: the first rider it is."""
         text = text_of(message.content).strip()

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 STATUS_INTERVAL = 5.0  # seconds between edits of the live status message
 WORKING = "⏳ working…"
+WAITING = "✋ waiting for approval"
 STATUS_SLOT = "status:"  # + run number
 CRASHED_SLOT = "crashed:"  # + platform message id: a status left live by a dead bridge
 CRASHED = (
@@ -47,6 +48,7 @@ class Board:
     widgets: dict[str, list[str]] = field(default_factory=dict)
     steering: int = 0
     follow_ups: int = 0
+    approvals: int = 0  # questions of the approval gate waiting for a person
 
     def set_status(self, key: str, text: str | None) -> None:
         if text:
@@ -125,7 +127,9 @@ class RunStatus:
         return ops
 
     def live_text(self, board: Board, now: float) -> str:
-        lines = [f"{WORKING} · {duration(now - self.started)}"]
+        # Waiting is not working: a person, not the agent, holds the run up.
+        state = WAITING if board.approvals else WORKING
+        lines = [f"{state} · {duration(now - self.started)}"]
         if self.running:
             lines.append(f"🔧 {list(self.running.values())[-1]}")
         if self.retry:

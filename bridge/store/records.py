@@ -10,11 +10,23 @@ its conversation `key` plus the agent's `request_id`; each of its buttons has it
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from bridge.model import ConversationSettings
 
 MAX_TOKEN_BYTES = 64  # Telegram's callback_data limit; Slack allows more, never less
+
+
+class Grant(BaseModel):
+    """An "Always allow" of the approval gate (bridge/approvals): the tool calls it
+    lets through without asking, for the rest of one conversation."""
+
+    kind: Literal["command", "file"]  # a bash command, or an edit/write of one file
+    value: str  # the command, whitespace-normalised; the file's absolute path
+    by: str  # the user id who granted it
+    at: float
 
 
 class ConversationRecord(BaseModel):
@@ -27,6 +39,7 @@ class ConversationRecord(BaseModel):
     owner: str | None = None  # user id that started it
     approvers: list[str] = Field(default_factory=list)
     settings: ConversationSettings = ConversationSettings()
+    grants: list[Grant] = Field(default_factory=list)  # "Always allow" answers, kept
     created_at: float
     last_active: float
 
@@ -50,6 +63,9 @@ class DialogRecord(BaseModel):
     message_chat: str | None = None
     message_thread: str | None = None
     message_slot: str | None = None  # the outbox slot of the dialog's message
+    # Chats holding a copy of the question (approvers' direct messages): a press there
+    # is carried to conversation `key`.
+    copies: list[str] = Field(default_factory=list)
     created_at: float
 
     @model_validator(mode="before")
@@ -105,5 +121,6 @@ __all__ = [
     "AuditEntry",
     "ConversationRecord",
     "DialogRecord",
+    "Grant",
     "LiveRunRecord",
 ]

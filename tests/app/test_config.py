@@ -20,7 +20,7 @@ from bridge.admission import screen
 from bridge.app.config import ConfigError, load_config
 from bridge.app.schema import TELEGRAM_ONLY, SlackSection, TelegramSection
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
-from bridge.options import safe_name
+from bridge.options import ApprovalOptions, safe_name
 from bridge.paths import SEND_FILE_EXTENSION
 from tests.support.paths import REPO
 
@@ -728,3 +728,26 @@ def test_the_transcription_key_may_not_be_passed_to_the_agent(tmp_path: Path) ->
         "PI_BRIDGE_AGENT_ENV": "MY_WHISPER_KEY",
     }
     assert "refusing to pass the transcription key MY_WHISPER_KEY" in problems(tmp_path, None, env)
+
+
+def test_approvals_are_on_for_dangerous_calls_unless_configured_otherwise(tmp_path: Path) -> None:
+    assert load(tmp_path, None).options.approvals == ApprovalOptions(mode="dangerous")
+    toml = '[approvals]\nmode = "writes"\nnotify_approvers = "dm"\npatterns = ["\\\\bnuke\\\\b"]\n'
+    loaded = load(tmp_path, toml, {"PI_BRIDGE_APPROVALS": "all"})
+    assert loaded.options.approvals == ApprovalOptions(
+        mode="all", patterns=(r"\bnuke\b",), notify_approvers="dm"
+    )
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "named"),
+    [
+        ('[approvals]\npatterns = ["(unclosed"]\n', {}, "approvals.patterns"),
+        ("", {"PI_BRIDGE_APPROVALS": "sometimes"}, "PI_BRIDGE_APPROVALS"),
+        ('[approvals]\nnotify_approvers = "email"\n', {}, "notify_approvers"),
+    ],
+)
+def test_approval_mistakes_are_named(
+    tmp_path: Path, toml: str, env: dict[str, str], named: str
+) -> None:
+    assert named in problems(tmp_path, toml, env)

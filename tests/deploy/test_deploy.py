@@ -46,6 +46,7 @@ METHOD_SCOPES: dict[str, str | None] = {
     "reactions_add": "reactions:write",
     "reactions_remove": "reactions:write",
     "usergroups_users_list": "usergroups:read",
+    "conversations_open": "im:write",  # approvers' copies of approval questions
     "views_open": None,
     "auth_test": None,
 }

@@ -613,12 +613,12 @@ def test_input_and_editor_dialogs_take_a_reply_to_their_message(
     assert session.renderer.dialog_slot("req-1") == "dialog:req-1"
     # Buttons, not ForceReply: Telegram allows only one of them on a message.
     assert session.chat.messages["dialog:req-1"].force_reply is False
-    assert session.renderer.open_input_dialogs() == (["req-1"] if wants_reply else [])
+    assert session.renderer.questions.input_dialogs() == (["req-1"] if wants_reply else [])
     targets = {"dialog:req-1": "req-1"} if wants_reply else {}
     assert session.renderer.reply_targets() == targets
     session.do(session.renderer.close_dialog("req-1", "done"))
     assert session.renderer.dialog_slot("req-1") is None
-    assert session.renderer.open_input_dialogs() == []
+    assert session.renderer.questions.input_dialogs() == []
     assert session.renderer.reply_targets() == {}
 
 

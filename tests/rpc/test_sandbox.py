@@ -272,6 +272,9 @@ async def test_an_agent_finds_no_bridge_secret_in_proc_and_with_the_sandbox_no_d
                 agent_home,
                 PI_BRIDGE_CONFIG=config,
                 PI_BRIDGE_SANDBOX=mode,
+                # The probe writes outside its workspace on purpose: the approval gate
+                # would rightly ask first; this test is about what the sandbox stops.
+                PI_BRIDGE_APPROVALS="off",
                 TELEGRAM_BOT_TOKEN=TOKEN,
                 TELEGRAM_API_BASE_URL=telegram.base_url,
                 TELEGRAM_FILE_BASE_URL=telegram.base_file_url,

@@ -87,6 +87,7 @@ SCOPES = (
     "channels:history",
     "groups:history",
     "im:history",
+    "im:write",
     "chat:write",
     "files:write",
     "files:read",
@@ -620,6 +621,16 @@ class FakeSlack(StreamingMethods):
         self.messages[ts] = Posted(channel, ts, str(args.get("text") or ""), blocks, thread)
         self._clear_status(channel, thread)
         return {"channel": channel, "ts": ts, "message": {"ts": ts, "text": args.get("text")}}
+
+    def _m_conversations_open(self, args: Json) -> Json:
+        """The app's direct message with one person: Alice's is `DM_CHANNEL`, another
+        person's `D` + their id without its `U`."""
+        if "im:write" not in self.scopes:
+            return {"error": "missing_scope", "needed": "im:write"}
+        user = str(args.get("users") or "")
+        if not user.startswith(("U", "W")) or "," in user:
+            return {"error": "user_not_found"}
+        return {"channel": {"id": DM_CHANNEL if user == ALICE else "D" + user[1:]}}
 
     def _m_chat_update(self, args: Json) -> Json:
         posted = self.messages.get(str(args.get("ts")))

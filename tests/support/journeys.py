@@ -62,3 +62,14 @@ def script_dialog(llm: FakeLLM, keyword: str, then: str, method: str = "input") 
 def agent_got(llm: FakeLLM, answer: str) -> bool:
     """Whether the extension's report of the dialog's answer reached the model."""
     return any(f"answer={answer}" in str(m) for r in llm.requests for m in r.messages)
+
+
+def tool_results(llm: FakeLLM) -> list[str]:
+    """The text of every tool result the model was sent, in order (repeats included):
+    what a tool printed, or why it was blocked."""
+    return [
+        str(m.get("content"))
+        for r in llm.requests
+        for m in r.messages
+        if isinstance(m, dict) and m.get("role") == "tool"
+    ]

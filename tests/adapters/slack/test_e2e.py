@@ -74,17 +74,18 @@ async def slack_bridge(
     transport: str = "socket",
     store_failures: int = 0,
     stream: bool = True,
+    **overrides: object,
 ) -> AsyncIterator[FakeSlack]:
     """The fake Slack with the whole bridge on it; the store's first `store_failures`
     checks of a delivery id fail (tests/support/flaky_store.py); `stream=False`:
-    answers are posted and edited (`[slack] streaming = "edit"`)."""
-    opts = options(
-        tmp_path / "data",
-        home.argv(version, *extra),
-        home.env(),
-        allowed_users=frozenset({ALICE, BOB, LEADS}),
-        approvers=frozenset({LEADS}),
-    )
+    answers are posted and edited (`[slack] streaming = "edit"`); `overrides`: more
+    of the bridge's options."""
+    fields: dict[str, object] = {
+        "allowed_users": frozenset({ALICE, BOB, LEADS}),
+        "approvers": frozenset({LEADS}),
+        **overrides,
+    }
+    opts = options(tmp_path / "data", home.argv(version, *extra), home.env(), **fields)
     store = await open_flaky(opts.data_dir, store_failures)
     port = free_port()
     events_url = f"http://127.0.0.1:{port}/slack/events" if transport == "http" else ""

@@ -84,10 +84,15 @@ async def telegram_bot(
     lookup_failures: int = 0,
     streaming: Streaming = "draft",
     refuse_drafts: bool = False,
+    on: FakeTelegram | None = None,
 ) -> AsyncIterator[FakeTelegram]:
     """The fake Bot API with the whole bridge polling it (or, with `webhook`, serving
-    a webhook on 127.0.0.1 that the fake's `push()` POSTs to), stopped on exit."""
-    async with FakeTelegram(enforce_limits=True) as fake:
+    a webhook on 127.0.0.1 that the fake's `push()` POSTs to), stopped on exit; `on`: a
+    fake already running (a bridge restart keeps Telegram's chats and update ids)."""
+    async with contextlib.AsyncExitStack() as stack:
+        fake = on
+        if fake is None:
+            fake = await stack.enter_async_context(FakeTelegram(enforce_limits=True))
         fake.refuse_drafts = refuse_drafts
         hook: dict[str, object] = {}
         if webhook:
