@@ -33,7 +33,6 @@ from tests.support.journeys import (
     agent_got,
     requests_with,
     script_dialog,
-    script_steerable_run,
 )
 from tests.support.loopback import free_port
 from tests.support.voice import spoken_ogg
@@ -603,7 +602,14 @@ async def test_the_agents_send_file_reaches_the_chat_unchanged_and_nothing_outsi
 async def test_a_voice_note_is_transcribed_shown_and_steers_the_running_task(
     fake_llm: FakeLLM, opts: BridgeOptions, tmp_path: Path
 ) -> None:
-    script_steerable_run(fake_llm)
+    # A run long enough for the clip's fetch and transcription under load: a steer that
+    # reaches pi 0.73.1 just as its run ends waits in its queue for the next prompt.
+    fake_llm.add(
+        "slowly",
+        Reply(tool_calls=[ToolCall("bash", {"command": "sleep 6; echo slept"})]),
+        Reply(text=UNSTEERED),
+    )
+    fake_llm.add("STEER-PURPLE", Reply(text=STEERED))
     clip = spoken_ogg("steer purple instead", tmp_path)
     async with FakeTranscriber(transcript="STEER-PURPLE instead") as heard:
         service = Transcription(heard.url, "whisper-1", heard.key)
