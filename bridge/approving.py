@@ -40,6 +40,7 @@ from bridge.approvals import (
 from bridge.model import Edit, Form, Send, Upload
 from bridge.render import DialogChoice
 from bridge.render.textbits import clip, code_block, delay
+from bridge.store.records import AuditEntry
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 PREVIEW_CHARS = 1500  # of a diff in the question; a phone screen, and room for markup
 MAX_READ = 2 * 2**20  # bytes of a file read for a preview
 ARGS_CHARS = 600  # of another tool's arguments (mode "all")
+GRANTED = "allowed by an earlier Always allow"
 REASON_FORM = Form("Why not? Your answer goes to the agent.", multiline=True)
 
 
@@ -110,8 +112,20 @@ class Approvals:
         patterns = options.patterns if options.patterns is not None else DEFAULT_PATTERNS
         reason = reason_to_ask(ask, options.mode, patterns, str(agent.spec.cwd))
         record = self._host.record
-        if reason is None or granted(ask, record.grants if record else []) is not None:
+        grant = granted(ask, record.grants if record else []) if reason is not None else None
+        if reason is None or grant is not None:
             await agent.answer_dialog(request.id, value="allow")
+            if grant is not None:  # a person's earlier answer decided: the log says whose
+                await self.s.store.audit(
+                    AuditEntry(
+                        at=self.s.wall(),
+                        key=self._host.key,
+                        user_id=grant.by,
+                        request_id=request.id,
+                        title=subject(ask),
+                        choice=GRANTED,
+                    )
+                )
             return True
         copies = await self._direct_chats()
         self._asked[request.id] = ask

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bridge.approving import GRANTED
 from bridge.options import ApprovalOptions
 from bridge.store import open_store
 from tests.adapters.telegram.test_e2e import CHAT, WAIT, telegram_bot
@@ -105,9 +106,12 @@ async def test_always_allow_outlives_a_restart_until_grants_revokes_it(
     finally:
         await store.aclose()
     decided = [(e.user_id, e.title, e.choice) for e in reversed(log)]
+    command = "bash: rm -rf build && echo gone"
     assert decided == [
-        ("42", "bash: rm -rf build && echo gone", "Always allow"),
-        ("42", "bash: rm -rf build && echo gone", "Deny"),
+        ("42", command, "Always allow"),
+        ("42", command, GRANTED),  # clean-2
+        ("42", command, GRANTED),  # clean-3, after the restart
+        ("42", command, "Deny"),
     ]
 
 
