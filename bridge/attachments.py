@@ -60,7 +60,7 @@ async def fetched(
         cap = MAX_ATTACHMENT if image else options.file_max_bytes
         try:
             if attachment.size is not None and attachment.size > cap:
-                raise AttachmentRefused(f"it is {_mb(attachment.size)}, the limit is {_mb(cap)}")
+                raise too_large(cap, attachment.size)
             with anyio.fail_after(FETCH_TIMEOUT):
                 data = await attachment.fetch(cap)
             if image:
@@ -129,6 +129,14 @@ def _size(size: int) -> str:
 
 def _mb(size: int) -> str:
     return f"{size / 2**20:.1f} MB"
+
+
+def too_large(cap: int, size: int | None = None) -> AttachmentRefused:
+    """The refusal of a file over `cap` bytes: its announced `size`, or (None) one
+    that outgrew the cap while it was being read. One wording for every platform."""
+    if size is None:
+        return AttachmentRefused(f"it is over the limit of {_mb(cap)}")
+    return AttachmentRefused(f"it is {_mb(size)}, the limit is {_mb(cap)}")
 
 
 def as_content(images: Sequence[Image]) -> list[ImageContent]:

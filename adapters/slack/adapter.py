@@ -30,6 +30,7 @@ from adapters.slack.failures import translated
 from adapters.slack.format import chunks, fallback_text, format_markdown, message_blocks
 from adapters.slack.forms import modal
 from adapters.slack.recipients import Recipients
+from bridge.attachments import too_large
 from bridge.model import (
     MAX_ATTACHMENT,
     AttachmentRefused,
@@ -339,7 +340,7 @@ def _check(response: aiohttp.ClientResponse, cap: int, *, image: bool) -> None:
         log.warning("file download refused: HTTP %s, %s", response.status, mime)
         raise AttachmentRefused("Slack would not hand it over")
     if response.content_length is not None and response.content_length > cap:
-        raise AttachmentRefused(f"it is {_mb(response.content_length)}, the limit is {_mb(cap)}")
+        raise too_large(cap, response.content_length)
 
 
 async def _read_capped(body: aiohttp.StreamReader, cap: int) -> bytes:
@@ -349,12 +350,8 @@ async def _read_capped(body: aiohttp.StreamReader, cap: int) -> bytes:
     async for chunk in body.iter_chunked(DOWNLOAD_CHUNK):
         data += chunk
         if len(data) > cap:
-            raise AttachmentRefused(f"it is over the limit of {_mb(cap)}")
+            raise too_large(cap)
     return bytes(data)
-
-
-def _mb(size: int) -> str:
-    return f"{size / 2**20:.1f} MB"
 
 
 def token_may_go_to(url: str, api_base_url: str) -> bool:

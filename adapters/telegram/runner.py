@@ -40,6 +40,7 @@ from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
 from bridge.admission import AdmissionFailed, retry_delay
+from bridge.attachments import too_large
 from bridge.controls import COMMANDS as REGISTRY
 from bridge.model import Attachment, AttachmentRefused
 
@@ -195,7 +196,7 @@ class Delivery:
             with anyio.fail_after(DOWNLOAD_TIMEOUT):
                 file = await self.bot.get_file(file_id)
                 if file.file_size is not None and file.file_size > cap:
-                    raise AttachmentRefused(f"it is {_mb(file.file_size)}, the limit is {_mb(cap)}")
+                    raise too_large(cap, file.file_size)
                 if not file.file_path:
                     raise AttachmentRefused("Telegram gave no file to download")
                 return await _fetch_capped(file.file_path, cap)
@@ -219,7 +220,7 @@ async def _fetch_capped(url: str, cap: int) -> bytes:
             async for chunk in response.aiter_bytes():
                 data += chunk
                 if len(data) > cap:
-                    raise AttachmentRefused(f"it is over the limit of {_mb(cap)}")
+                    raise too_large(cap)
     except httpx.HTTPError as exc:
         log.warning("file download failed: %s", type(exc).__name__)
         raise AttachmentRefused("it could not be fetched from Telegram") from exc
@@ -230,10 +231,6 @@ TOO_BIG_FOR_THE_CLOUD = (
     "Telegram's cloud Bot API hands bots files of at most 20 MB; a local Bot API server "
     "(`[telegram] api_base_url`) serves larger ones"
 )
-
-
-def _mb(size: int) -> str:
-    return f"{size / 2**20:.1f} MB"
 
 
 @dataclasses.dataclass
