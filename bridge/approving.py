@@ -37,6 +37,7 @@ from bridge.approvals import (
     parse,
     reason_to_ask,
 )
+from bridge.controls import ExportRefused, read_inside
 from bridge.model import Edit, Form, Send, Upload
 from bridge.render import DialogChoice
 from bridge.render.textbits import clip, code_block, delay
@@ -168,6 +169,8 @@ class Approvals:
     def mirror(self, ops: Sequence[Op]) -> None:
         """Every op of a question's message goes to its copies too; the copies are
         forgotten once the question is closed (its message edited without buttons)."""
+        if not self._copies:  # the usual case, on every op of every conversation
+            return
         for op in ops:
             if not isinstance(op, Send | Edit) or not op.slot.startswith("dialog:"):
                 continue
@@ -219,7 +222,7 @@ class Approvals:
             head = f"✋ *Approve this command?* ({reason})"
             return "\n".join([head, code_block(ask.command), where, expires]), ""
         if ask.tool in ("edit", "write"):
-            diff = diff_preview(ask, lambda path: read_inside(workspace, path))
+            diff = diff_preview(ask, lambda path: previewed(workspace, path))
             shown, was_cut = cut(diff, PREVIEW_CHARS)
             lines = [f"✋ *Approve this {ask.tool}?* ({reason})", f"`{ask.path}`"]
             lines.append(code_block(shown or "(no change)", "diff"))
@@ -259,15 +262,13 @@ def subject(ask: ApprovalAsk) -> str:
     return f"{ask.tool}: {clip(json.dumps(dict(ask.input), ensure_ascii=False), 300)}"
 
 
-def read_inside(workspace: Path, path: str) -> str | None:
-    """The text of the file an edit would change, if it lies inside `workspace` (the
-    bridge reads it with its own rights, outside the sandbox: never a file the agent
-    could not show the chat itself) and is small; None otherwise."""
+def previewed(workspace: Path, path: str) -> str | None:
+    """The text of the file an edit would change, if it is a small regular file inside
+    `workspace` (the bridge reads it with its own rights, outside the sandbox: never a
+    file the agent could not show the chat itself, never a FIFO that would hang the
+    read); None otherwise. The checks are /get's and /export's (`read_inside`)."""
     try:
-        root = workspace.resolve()
-        target = Path(path).resolve()
-        if not target.is_relative_to(root) or target.stat().st_size > MAX_READ:
-            return None
-        return target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError):
+        _, data = read_inside(Path(path), (workspace.resolve(),), MAX_READ)
+        return data.decode("utf-8")
+    except (ExportRefused, UnicodeDecodeError):
         return None

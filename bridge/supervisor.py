@@ -216,7 +216,8 @@ class Supervisor:
         if not self.accepting:
             return False
         conversation = self.conversations.get(inbound.key)
-        if inbound.press is not None and (copied := await self._copy_of(inbound)) is not None:
+        copies = self.s.options.approvals.notify_approvers == "dm"  # else no press can be one's
+        if copies and inbound.press is not None and (copied := await self._copy_of(inbound)):
             conversation, inbound = copied
         if conversation is None:
             if inbound.press is not None:
