@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -35,10 +35,16 @@ NO_TRANSCRIPTION = (
 )
 
 
+class Workplace(Protocol):
+    async def workspace(self) -> Path:
+        """Where files are saved: the agent's cwd (a project's worktree, made if new)."""
+
+
 async def fetched(
     inbound: Inbound,
     tell: Callable[[str], None],
     options: BridgeOptions,
+    place: Workplace,
     submit: Callable[[list[Op]], None] | None = None,
 ) -> Inbound | None:
     """`inbound` with its attachments fetched: images as images, other files saved in
@@ -66,7 +72,7 @@ async def fetched(
             if image:
                 images.append(Image(data, attachment.mime_type))
                 continue
-            where = await _save(options.workspace(inbound.key), attachment, data, cap)
+            where = await _save(await place.workspace(), attachment, data, cap)
             if attachment.kind == "voice":
                 said += await _heard(attachment, data, where, options, tell)
             else:

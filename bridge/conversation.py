@@ -1,18 +1,18 @@
 """One conversation: its inbox, and the intents it carries out.
 
 A `Conversation` lives in memory while it is in use. Its agent comes and goes
-(lifetime.py), its agent's questions are dialogs.py's (the approval gate's,
-approving.py's), messages waiting for the agent are queued.py's and waiting.py's
-(held for a compaction or an answer). Once it is quiet (`quiet_since`: no agent, nothing queued or
-being handled, no output pending) the supervisor lets it go; its lasting state is
-in the store, so its next message makes it again as it was. Messages are routed
-when taken from the inbox, not when they arrive, so a message that queued behind
-a prompt sees the agent busy and steers. Button presses and /stop skip the inbox
-(`router.urgent`): they must act while a prompt is still being answered.
+(lifetime.py) in its workplace (projects.py); its questions are dialogs.py's (the
+approval gate's, approving.py's); messages waiting for the agent are queued.py's and
+waiting.py's (held for a compaction or an answer). Once it is quiet (`quiet_since`)
+the supervisor lets it go; its lasting state is in the store, so its next message
+makes it again as it was. Messages are routed when taken from the inbox, not when
+they arrive, so a message that queued behind a prompt sees the agent busy and
+steers. Presses and /stop skip the inbox (`router.urgent`): they must act while a
+prompt is still being answered.
 
-Invariants: everything shown in the chat goes through the renderer and the
-outbox; nothing one conversation does (a crash, a platform error, a press with
-another's token) reaches another; a dialog is answered at most once.
+Invariants: everything shown in the chat goes through the renderer and the outbox;
+nothing one conversation does (a crash, a platform error, a press with another's
+token) reaches another; a dialog is answered at most once.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from bridge.attachments import as_content, fetched
 from bridge.dialogs import Dialogs
 from bridge.lifetime import AgentLife, crashed
 from bridge.model import AnswerPress, Inbound
+from bridge.projects import Projects
 from bridge.queued import Queued
 from bridge.render import BusyChoice, DialogChoice, PickerChoice, QueueChoice, Renderer, StopChoice
 from bridge.router import (
@@ -84,6 +85,7 @@ class Conversation:
         self.dialogs = Dialogs(key, chat, services, self.renderer, lambda: self.record, self.submit)
         self.queued = Queued(self, self._prompt)  # steers and follow-ups not taken yet
         self.approvals = Approvals(self, services)  # hooks itself into the dialogs
+        self.projects = Projects(self, services.options)  # where the agent works
         self.last_active = services.clock()
         inbox = anyio.create_memory_object_stream[Inbound | Held](services.options.inbox_size)
         self._inbox_send, self._inbox = inbox
@@ -128,9 +130,7 @@ class Conversation:
     @property
     def owner(self) -> str:
         """Who started the conversation: the per-user cap counts agents by them."""
-        record = self.record
-        owner = record.owner if record is not None else None
-        return owner or self._first_sender.id
+        return (self.record.owner if self.record else None) or self._first_sender.id
 
     async def reap(self) -> None:
         """Stop the agent (its session file stays; the next message resumes it)."""
@@ -189,7 +189,7 @@ class Conversation:
             await self._queue(item.intent, item.message_id)
             return
         arrived = self._arrived.pop(id(item), None)
-        inbound = await fetched(item, self.notify, self.s.options, self.submit)
+        inbound = await fetched(item, self.notify, self.s.options, self.projects, self.submit)
         if inbound is None:
             return
         intent = route(inbound, self._view())
@@ -262,6 +262,8 @@ class Conversation:
         """Start a run; the user's message shows it is being worked on until it ends."""
         agent = await self.ensure_agent()
         self.submit(self.renderer.working_on(message_id))
+        if not agent.state.busy:
+            await self.projects.before_run()  # the run's changed files count from here
         try:
             await agent.prompt(intent.text, as_content(intent.images))
         except BaseException:
@@ -284,7 +286,7 @@ class Conversation:
     async def _press(self, press: Press, sender: Sender) -> None:
         match self.renderer.pressed(press.token):
             case StopChoice():
-                self._answer(press, "Stopping…")
+                self.submit([AnswerPress(press.press_id, "Stopping…")])
                 await self._stop()
             case BusyChoice() as choice:
                 await self._busy_choice(press, choice)
@@ -293,7 +295,7 @@ class Conversation:
             case QueueChoice() as choice:
                 await self.queued.pressed(press, choice, sender)
             case PickerChoice() as choice:
-                self._answer(press, "✓")
+                self.submit([AnswerPress(press.press_id, "✓")])
                 self.submit(self.renderer.close_picker(choice.picker_id, f"✓ {choice.value}"))
                 self.submit(await controls.pick(self, choice.kind, choice.value))
             case None:
@@ -305,13 +307,11 @@ class Conversation:
             await self.dialogs.stale(self.agent, press)
             return
         later = choice.mode == "follow_up"
-        self._answer(press, "Queued for after this run." if later else "Sent now.")
+        answer = "Queued for after this run." if later else "Sent now."
+        self.submit([AnswerPress(press.press_id, answer)])
         outcome = "⏭ after this run" if later else "➡️ sent now"
         self.submit(self.renderer.close_busy(choice.pending_id, outcome))
         await self._queue(ask.as_intent(later), ask.message_id)
-
-    def _answer(self, press: Press, text: str) -> None:
-        self.submit([AnswerPress(press.press_id, text)])
 
     # --- the agent ------------------------------------------------------------------------
 

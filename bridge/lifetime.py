@@ -22,7 +22,7 @@ import anyio
 
 from bridge.outgoing import SentFiles
 from bridge.paths import GATE_EXTENSION
-from bridge.rpc import AgentClient, AgentSpec, RpcError
+from bridge.rpc import AgentClient, AgentSpec, RpcError, RunEnded
 from bridge.sandbox import contain
 from bridge.sessionfiles import new_session_name
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
 
     from bridge.model import Op
+    from bridge.projects import Projects
     from bridge.render import Renderer
     from bridge.rpc import AgentEvent, AgentGone
     from bridge.services import Services
@@ -50,6 +51,7 @@ class Host(Protocol):
     """The conversation an agent lives in, as its lifetime sees it."""
 
     key: str
+    projects: Projects  # where the agent works
 
     @property
     def renderer(self) -> Renderer: ...
@@ -160,7 +162,9 @@ class AgentLife:
         name = new_session_name(self.s.wall())
         await self._host.save(session_file=str(Path(record.session_dir) / name))
 
-    def spec(self) -> AgentSpec:
+    def spec(self, workspace: Path, git_dirs: tuple[Path, ...] = ()) -> AgentSpec:
+        """The agent's command line, environment and sandbox, working in `workspace`
+        (`Projects.workspace`); `git_dirs` are the repository's dirs its worktree needs."""
         options, key = self.s.options, self._host.key
         argv = list(options.argv(key))
         record = self._host.record
@@ -173,10 +177,6 @@ class AgentLife:
             # The legacy 0.13 writes the `--session` file it is given, but reads its
             # history back only with `--continue` (its main.js); see `name_session`.
             argv += ["--session", record.session_file, "--continue"]
-        # A configured workspace wins over the one recorded when the conversation began,
-        # so moving a channel to another checkout takes effect at the next agent start.
-        chat = options.chat(key)
-        workspace = chat.workspace if chat and chat.workspace else Path(record.workspace)
         workspace.mkdir(parents=True, exist_ok=True)
         session_dir = Path(record.session_dir)
         session_dir.mkdir(parents=True, exist_ok=True)
@@ -189,7 +189,7 @@ class AgentLife:
             argv += ["-e", str(GATE_EXTENSION)]
             env["PI_APPROVAL_GATE"] = "all" if options.approvals.mode == "all" else "changes"
         spec = AgentSpec(argv=argv, cwd=workspace, env=env)
-        return contain(spec, options, key, session_dir)
+        return contain(spec, options, key, session_dir, git_dirs)
 
     async def _backoff(self) -> None:
         now = self.s.clock()
@@ -206,8 +206,10 @@ class AgentLife:
         self.closing = False
         self._done = anyio.Event()
         await self.name_session()
+        workspace = await self._host.projects.workspace()
         # The sandbox's config copy and the folders are file work: off the event loop.
-        spec = await anyio.to_thread.run_sync(self.spec)
+        git_dirs = self._host.projects.git_dirs()
+        spec = await anyio.to_thread.run_sync(self.spec, workspace, git_dirs)
         client = AgentClient(spec, clock=self.s.clock, dialog_timeout=self.s.options.dialog_timeout)
         try:
             with anyio.CancelScope() as scope:
@@ -230,6 +232,8 @@ class AgentLife:
             async for event in agent.events:
                 self.s.stats.event(event)
                 try:
+                    if isinstance(event, RunEnded):  # its final line names its changed files
+                        self._host.renderer.changed(await self._host.projects.run_ended())
                     await self._host.on_event(agent, event, self.s.clock())
                     await self._send_files(agent, event)
                 except Exception:

@@ -66,6 +66,23 @@ class ChatOptions:
     approvers: frozenset[str] = frozenset()
     busy_policy: BusyPolicy | None = None
     verbosity: Verbosity | None = None
+    project: str | None = None  # conversations under the key work in this project
+
+
+@dataclass(frozen=True)
+class ProjectOptions:
+    """A git repository conversations work in, each in its own worktree and branch
+    (`[projects.<name>]`, bridge/projects.py).
+
+    `base` is the branch new worktrees fork from (None: the repository's HEAD
+    branch); `chats` the key prefixes that may pick it with /project (empty: every
+    chat); with `done_on_new`, /new also tidies the worktree up as /project done does.
+    """
+
+    path: Path
+    base: str | None = None
+    chats: tuple[str, ...] = ()
+    done_on_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +130,7 @@ class BridgeOptions:
     approvals: ApprovalOptions = field(default_factory=ApprovalOptions)
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
+    projects: Mapping[str, ProjectOptions] = field(default_factory=dict)
     # The conversation keys this bridge serves start with this ("": any). Bridges of
     # several platforms share one store; each takes back only its own runs on start.
     key_prefix: str = ""
@@ -132,6 +150,20 @@ class BridgeOptions:
         if chat is not None and chat.workspace is not None:
             return chat.workspace
         return self.data_dir / "workspaces" / safe_name(key)
+
+    def bound_project(self, key: str) -> str | None:
+        """The project conversations under `key` work in unless one picks another."""
+        chat = self.chat(key)
+        return chat.project if chat is not None else None
+
+    def projects_for(self, key: str) -> list[str]:
+        """The projects a conversation under `key` may pick with /project."""
+        bound = self.bound_project(key)
+        return [
+            name
+            for name, project in self.projects.items()
+            if name == bound or not project.chats or any(covers(p, key) for p in project.chats)
+        ]
 
     def argv(self, key: str) -> tuple[str, ...]:
         chat = self.chat(key)
@@ -171,6 +203,11 @@ class BridgeOptions:
             created_at=now,
             last_active=now,
         )
+
+
+def covers(prefix: str, key: str) -> bool:
+    """Whether key `prefix` is `key` or a key above it ("slack:T1:C2" covers its threads)."""
+    return key == prefix or key.startswith(prefix + ":")
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -3,7 +3,9 @@
 An agent runs shell commands for everyone on the allowlist, so with `mode = "bwrap"`
 (the default on Linux) it sees (`bridge/rpc/sandbox.py` builds the command line):
 
-- writable: its conversation's workspace and session dir, its private home, and the
+- writable: its conversation's workspace (in a project: its worktree, plus the
+  repository's shared objects, refs and logs and the worktree's own admin dir, but
+  not the repository's config or hooks), its session dir, its private home, and the
   operator's `read_write` paths;
 - read-only: the rest of the system, the operator's `read_only` paths, and the
   operator's agent config: top-level files (`models.json`, `settings.json`, …) are
@@ -100,8 +102,15 @@ def config_of(options: BridgeOptions, key: str) -> Path:
     return options.data_dir / "agent-config" / safe_name(key)
 
 
-def contain(spec: AgentSpec, options: BridgeOptions, key: str, session_dir: Path) -> AgentSpec:
-    """`spec` as it runs in this conversation's sandbox (unchanged with mode "off")."""
+def contain(
+    spec: AgentSpec,
+    options: BridgeOptions,
+    key: str,
+    session_dir: Path,
+    git_dirs: tuple[Path, ...] = (),
+) -> AgentSpec:
+    """`spec` as it runs in this conversation's sandbox (unchanged with mode "off");
+    `git_dirs` are what git in a project's worktree writes (`Worktree.git_dirs`)."""
     policy = options.agent.sandbox
     if policy.mode == "off":
         return spec
@@ -112,7 +121,7 @@ def contain(spec: AgentSpec, options: BridgeOptions, key: str, session_dir: Path
     home.mkdir(parents=True, exist_ok=True)
     env = dict(spec.env, HOME=str(home), TMPDIR="/tmp")
     binds = _agent_config(spec.env, config, env)
-    writable = _resolved((spec.cwd, session_dir, home, config, *policy.read_write))
+    writable = _resolved((spec.cwd, session_dir, home, config, *git_dirs, *policy.read_write))
     hidden = _resolved((options.data_dir, *policy.hidden, *_others(options, key, spec.cwd)))
     clash = sorted(str(p) for p in set(writable) & set(hidden))
     if clash:

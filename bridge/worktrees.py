@@ -13,9 +13,10 @@ retried a few times before they become a `WorktreeError`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import os
 import re
+import shutil
 import tempfile
 import weakref
 from dataclasses import dataclass
@@ -23,33 +24,15 @@ from pathlib import Path
 
 import anyio
 
-# No git command here touches the network, so a minute means something is stuck.
-GIT_TIMEOUT = 60.0
-# Another process's lock is usually held for milliseconds (a commit, a ref update).
-LOCK_RETRIES = 5
-LOCK_BACKOFF = 0.05  # seconds, doubled after each attempt
+from bridge.gitrun import GUARDED, WorktreeError, git, git_ok
+
 # Branch and directory names stay short enough to read in `git branch` and a path.
 MAX_SLUG = 60
 HASH_LENGTH = 12  # hex digits of sha256: 48 bits, collisions out of reach per repository
 BASE_CONFIG = "pibase"  # branch.<name>.pibase records the base across restarts
 
-_LABEL = re.compile(r"(fatal|error|warning): (.*)")
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 _PREFIX = re.compile(r"(?:[a-z0-9][a-z0-9_-]*/)*")
-_LOCK_ERRORS = ("could not lock", "cannot lock", "file exists", "index.lock", ".lock'")
-# Variables that would point git at another repository than the one given with -C.
-_LOCATING_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_NAMESPACE",
-)
-
-
-class WorktreeError(Exception):
-    """A git operation on a conversation's worktree failed; the message is for people."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +42,21 @@ class Worktree:
     path: Path
     branch: str
     base: str
+    # Its git dirs, found from the repository's side (`_admin_of`): git run by the
+    # bridge in the worktree is pointed at them rather than at the `.git` file there,
+    # which the agent can rewrite. None: git finds them itself (tests, old callers).
+    admin: Path | None = None
+    common: Path | None = None
+
+    def git_dirs(self) -> tuple[Path, ...]:
+        """What git run by the agent in the worktree must write: its own admin dir
+        (HEAD, index) and the repository's shared objects, refs and logs. Not the
+        common dir itself: its config and hooks run code in every worktree and in the
+        operator's own checkout."""
+        if self.admin is None or self.common is None:
+            return ()
+        shared = [self.common / name for name in ("objects", "refs", "logs")]
+        return (self.admin, *(path for path in shared if path.is_dir()))
 
 
 @dataclass(frozen=True)
@@ -136,72 +134,16 @@ def parse_status(porcelain_z: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def plain_error(stderr: str) -> str:
-    """git's labelled messages ("fatal: …", "error: …") without their labels.
-
-    The unlabelled lines around them are advice written for a terminal user; they are
-    kept only when git printed nothing labelled.
-    """
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    labelled = [match[2] for line in lines if (match := _LABEL.match(line))]
-    return "; ".join(labelled or lines) or "no message"
-
-
-def _is_lock_error(stderr: str) -> bool:
-    lowered = stderr.lower()
-    return any(marker in lowered for marker in _LOCK_ERRORS)
-
-
-def _environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in _LOCATING_VARIABLES}
-    # English messages: _is_lock_error and the translations below read them.
-    env["LC_ALL"] = "C"
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env.update(extra or {})
-    return env
-
-
-@dataclass(frozen=True)
-class _Result:
-    code: int
-    out: str
-    err: str
-
-
-async def _git(where: Path, *args: str, env: dict[str, str] | None = None) -> _Result:
-    """Run git in `where`, retrying while another process holds one of git's locks."""
-    delay = LOCK_BACKOFF
-    for attempt in range(LOCK_RETRIES + 1):
-        try:
-            with anyio.fail_after(GIT_TIMEOUT):
-                done = await anyio.run_process(
-                    ["git", "-C", str(where), *args], check=False, env=_environment(env)
-                )
-        except FileNotFoundError as exc:
-            raise WorktreeError("git is not installed (no 'git' on PATH)") from exc
-        except TimeoutError as exc:
-            raise WorktreeError(f"git {args[0]} took over {GIT_TIMEOUT:.0f} s") from exc
-        result = _Result(
-            done.returncode,
-            done.stdout.decode("utf-8", "replace"),
-            done.stderr.decode("utf-8", "replace"),
-        )
-        if result.code == 0 or attempt == LOCK_RETRIES or not _is_lock_error(result.err):
-            return result
-        await anyio.sleep(delay)
-        delay *= 2
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-async def _git_ok(where: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """Run git and return its stdout, or raise WorktreeError with its message."""
-    result = await _git(where, *args, env=env)
-    if result.code != 0:
-        message = plain_error(result.err)
-        if "not a git repository" in message:
-            raise WorktreeError(f"{where} is not a git repository")
-        raise WorktreeError(f"git {args[0]} failed in {where}: {message}")
-    return result.out
+async def _in_tree(worktree: Worktree, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git inside the worktree, guarded against what the agent may have put there."""
+    located = dict(env or {})
+    if worktree.admin is not None and worktree.common is not None:
+        located |= {
+            "GIT_DIR": str(worktree.admin),
+            "GIT_COMMON_DIR": str(worktree.common),
+            "GIT_WORK_TREE": str(worktree.path),
+        }
+    return await git_ok(worktree.path, *GUARDED, *args, env=located)
 
 
 # One lock per repository (its common git dir, shared by all its worktrees). Weak
@@ -209,13 +151,35 @@ async def _git_ok(where: Path, *args: str, env: dict[str, str] | None = None) ->
 _repo_locks: weakref.WeakValueDictionary[Path, anyio.Lock] = weakref.WeakValueDictionary()
 
 
-async def _repository_lock(repo: Path) -> anyio.Lock:
-    common = await _git_ok(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    key = Path(await anyio.Path(common.strip()).resolve())
-    lock = _repo_locks.get(key)
+async def _common_dir(repo: Path) -> Path:
+    common = await git_ok(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    return Path(await anyio.Path(common.strip()).resolve())
+
+
+async def _repository_lock(common: Path) -> anyio.Lock:
+    lock = _repo_locks.get(common)
     if lock is None:
-        lock = _repo_locks[key] = anyio.Lock()
+        lock = _repo_locks[common] = anyio.Lock()
     return lock
+
+
+def _admin_of(common: Path, path: Path) -> Path:
+    """The admin dir (`<common>/worktrees/<name>`) of the worktree at `path`.
+
+    Looked up from the repository's side: each admin dir's `gitdir` names its
+    worktree. The one named after the worktree comes first: another conversation's
+    agent can rewrite its own `gitdir`, never this one's.
+    """
+    claim = str(path / ".git")
+    admins = common / "worktrees"
+    candidates = [admins / path.name, *sorted(admins.iterdir() if admins.is_dir() else ())]
+    for admin in candidates:
+        try:
+            if (admin / "gitdir").read_text("utf-8").strip() == claim:
+                return admin
+        except OSError:
+            continue
+    raise WorktreeError(f"git has no record of the worktree {path}")
 
 
 async def is_repository(path: Path) -> bool:
@@ -226,7 +190,7 @@ async def is_repository(path: Path) -> bool:
     """
     if not await anyio.Path(path).is_dir():
         return False
-    result = await _git(path, "rev-parse", "--show-toplevel")
+    result = await git(path, "rev-parse", "--show-toplevel")
     if result.code != 0:
         return False
     top = await anyio.Path(result.out.strip()).resolve()
@@ -234,23 +198,23 @@ async def is_repository(path: Path) -> bool:
 
 
 async def _branch_exists(repo: Path, branch: str) -> bool:
-    result = await _git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}")
+    result = await git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}")
     return result.code == 0
 
 
 async def _default_base(repo: Path, branch: str) -> str:
     """The base recorded for `branch`, else the repository's current HEAD branch."""
-    recorded = await _git(repo, "config", "--get", f"branch.{branch}.{BASE_CONFIG}")
+    recorded = await git(repo, "config", "--get", f"branch.{branch}.{BASE_CONFIG}")
     if recorded.code == 0 and recorded.out.strip():
         return recorded.out.strip()
-    head = await _git(repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+    head = await git(repo, "symbolic-ref", "--quiet", "--short", "HEAD")
     if head.code != 0:
         raise WorktreeError(f"{repo} has a detached HEAD: name the base branch")
     return head.out.strip()
 
 
 async def _registered(repo: Path) -> dict[Path, str | None]:
-    return parse_worktree_list(await _git_ok(repo, "worktree", "list", "--porcelain"))
+    return parse_worktree_list(await git_ok(repo, "worktree", "list", "--porcelain"))
 
 
 async def ensure_worktree(repo: Path, root: Path, key: str, base: str | None = None) -> Worktree:
@@ -260,41 +224,47 @@ async def ensure_worktree(repo: Path, root: Path, key: str, base: str | None = N
     left by an earlier `remove_worktree` is checked out again as it was.
     """
     branch = branch_name(key)
-    lock = await _repository_lock(repo)
-    async with lock:
+    common = await _common_dir(repo)
+    async with await _repository_lock(common):
+        # Read from the repository's config, which agents cannot write: with it on,
+        # a worktree's own config (which its agent can write) would be read too.
+        if (await git(repo, "config", "--bool", "extensions.worktreeConfig")).out.strip() == "true":
+            raise WorktreeError(f"{repo} uses per-worktree config (extensions.worktreeConfig)")
         await anyio.Path(root).mkdir(parents=True, exist_ok=True)
         # Resolved, as `git worktree list` prints it: the lookup below compares paths.
         path = Path(await anyio.Path(root).resolve()) / slug(key)
         chosen = base or await _default_base(repo, branch)
         # Metadata of a worktree whose directory was deleted by hand would still list
         # it, and keep its branch "checked out" so that the add below fails.
-        await _git_ok(repo, "worktree", "prune")
+        await git_ok(repo, "worktree", "prune")
         registered = await _registered(repo)
         if path in registered:
             if registered[path] != f"refs/heads/{branch}":
                 raise WorktreeError(f"{path} is a worktree of another branch than {branch}")
-            return Worktree(path, branch, chosen)
+            return Worktree(path, branch, chosen, _admin_of(common, path), common)
         if not await _branch_exists(repo, branch):
             await _check_base(repo, chosen)
             # Two steps rather than `worktree add -b`: each is whole or nothing, so a
             # retry after a lock error never meets a half-made branch.
-            await _git_ok(repo, "branch", "--no-track", branch, chosen)
-        await _git_ok(repo, "worktree", "add", str(path), branch)
-        await _git_ok(repo, "config", f"branch.{branch}.{BASE_CONFIG}", chosen)
-        return Worktree(path, branch, chosen)
+            await git_ok(repo, "branch", "--no-track", branch, chosen)
+        await git_ok(repo, "worktree", "add", str(path), branch)
+        await git_ok(repo, "config", f"branch.{branch}.{BASE_CONFIG}", chosen)
+        return Worktree(path, branch, chosen, _admin_of(common, path), common)
 
 
 async def _check_base(repo: Path, base: str) -> None:
     if base.startswith("-"):  # it would reach git as an option
         raise WorktreeError(f"base branch '{base}' is not a valid name")
-    found = await _git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    found = await git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
     if found.code != 0:
         raise WorktreeError(f"base branch '{base}' not found in {repo}")
 
 
 async def changes(worktree: Worktree) -> Changes:
     """The worktree's uncommitted paths, untracked files included."""
-    out = await _git_ok(worktree.path, "status", "--porcelain", "-z", "--untracked-files=all")
+    out = await _in_tree(
+        worktree, "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=all"
+    )
     return Changes(parse_status(out))
 
 
@@ -306,17 +276,46 @@ async def diff(worktree: Worktree) -> Diff:
     would do too, but it changes what the agent's own `git commit`/`git stash` see.
     The price: blobs of untracked files enter the object store until `git gc`.
     """
-    where = worktree.path
-    merge_base = (await _git_ok(where, "merge-base", worktree.base, "HEAD")).strip()
+    merge_base = (await _in_tree(worktree, "merge-base", worktree.base, "HEAD")).strip()
     with tempfile.TemporaryDirectory(prefix="pi-diff-") as scratch:
         index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        await _git_ok(where, "read-tree", "HEAD", env=index)
-        await _git_ok(where, "add", "--all", env=index)
-        compare = ("diff", "--cached", "--no-color", "--no-ext-diff", "--find-renames")
-        stat = await _git_ok(where, *compare, "--stat", merge_base, env=index)
-        patch = await _git_ok(where, *compare, merge_base, env=index)
-        names = await _git_ok(where, *compare, "--name-only", "-z", merge_base, env=index)
+        await _in_tree(worktree, "read-tree", "HEAD", env=index)
+        await _in_tree(worktree, "add", "--all", env=index)
+        compare = (
+            "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+            "--find-renames", "--ignore-submodules=all",
+        )  # fmt: skip
+        stat = await _in_tree(worktree, *compare, "--stat", merge_base, env=index)
+        patch = await _in_tree(worktree, *compare, merge_base, env=index)
+        names = await _in_tree(worktree, *compare, "--name-only", "-z", merge_base, env=index)
     return Diff(stat, patch, len([name for name in names.split("\0") if name]))
+
+
+async def snapshot(worktree: Worktree) -> str:
+    """The id of a tree object holding the worktree as it is now, untracked files
+    included: two snapshots name what changed between them (`changed_between`).
+
+    Staged through a copy of the worktree's own index, whose stat cache spares
+    re-reading every unchanged file; the real index is never touched.
+    """
+    git_path = ("rev-parse", "--path-format=absolute", "--git-path", "index")
+    real = Path((await _in_tree(worktree, *git_path)).strip())
+    with tempfile.TemporaryDirectory(prefix="pi-snap-") as scratch:
+        index = Path(scratch) / "index"
+        # A fresh worktree may have no index yet: `add` builds one.
+        with contextlib.suppress(FileNotFoundError):
+            await anyio.to_thread.run_sync(shutil.copyfile, real, index)
+        env = {"GIT_INDEX_FILE": str(index)}
+        await _in_tree(worktree, "add", "--all", env=env)
+        return (await _in_tree(worktree, "write-tree", env=env)).strip()
+
+
+async def changed_between(worktree: Worktree, before: str, after: str) -> int:
+    """How many files differ between two snapshots."""
+    if before == after:
+        return 0
+    names = await _in_tree(worktree, "diff-tree", "-r", "--name-only", "-z", before, after)
+    return len([name for name in names.split("\0") if name])
 
 
 async def remove_worktree(
@@ -326,8 +325,7 @@ async def remove_worktree(
 
     Uncommitted work is refused unless `force`: it exists nowhere else.
     """
-    lock = await _repository_lock(repo)
-    async with lock:
+    async with await _repository_lock(await _common_dir(repo)):
         if await anyio.Path(worktree.path).exists():
             if not force:
                 pending = await changes(worktree)
@@ -338,8 +336,8 @@ async def remove_worktree(
                         "commit them or remove with force"
                     )
             removal = ["worktree", "remove", *(["--force"] if force else []), str(worktree.path)]
-            await _git_ok(repo, *removal)
-        await _git_ok(repo, "worktree", "prune")
+            await git_ok(repo, *removal)
+        await git_ok(repo, "worktree", "prune")
         if delete_branch and await _branch_exists(repo, worktree.branch):
             # -D: the branch may hold commits never merged; deleting was asked for.
-            await _git_ok(repo, "branch", "-D", worktree.branch)
+            await git_ok(repo, "branch", "-D", worktree.branch)

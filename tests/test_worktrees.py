@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bridge.gitrun import WorktreeError, plain_error
 from bridge.worktrees import (
     MAX_SLUG,
-    WorktreeError,
     branch_name,
     changes,
     diff,
@@ -26,7 +26,6 @@ from bridge.worktrees import (
     is_repository,
     parse_status,
     parse_worktree_list,
-    plain_error,
     remove_worktree,
     slug,
 )

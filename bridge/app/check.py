@@ -3,13 +3,15 @@
 One line per check, ✓ or ✗: the sandbox starts, the agent answers get_state (in a
 throwaway data dir, sandboxed as it will serve), the store opens, and each
 configured platform accepts its credentials (Slack's scopes are compared with what
-the bridge needs).
+the bridge needs). With projects configured, git is on PATH and each project's path
+is the top of a git work tree (loading the file does no I/O; this is where it is asked).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +21,7 @@ import anyio
 from bridge.app.platforms import open_platforms
 from bridge.app.run import SandboxUnavailable, one_line
 from bridge.sandbox import contain, probe
+from bridge.worktrees import is_repository
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -61,7 +64,7 @@ async def check(loaded: Loaded, out: TextOut) -> int:
             say(out, False, f"{name}: {one_line(exc)}")
         else:
             say(out, True, f"{name}: {detail}")
-    return failed
+    return failed + await _check_projects(loaded.options, out)
 
 
 def say(out: TextOut, ok: bool, text: str) -> None:
@@ -78,6 +81,36 @@ async def _check_sandbox(options: BridgeOptions) -> str:
         raise SandboxUnavailable(f"{why}; agents cannot start (or set PI_BRIDGE_SANDBOX=off)")
     network = "network on" if options.agent.sandbox.network else "network off"
     return f"bwrap starts a sandbox ({network})"
+
+
+async def _check_projects(options: BridgeOptions, out: TextOut) -> int:
+    """A ✗ line for each project whose path is not the top of a git work tree, else one
+    ✓ line naming them all; nothing without projects. The number of failed lines."""
+    if not options.projects:
+        return 0
+    git = shutil.which("git")
+    if git is None:
+        say(out, False, "projects: no git on PATH; projects need it (worktrees, /diff)")
+        return 1
+    failed = 0
+    for name, project in options.projects.items():
+        problem = None
+        try:
+            with anyio.fail_after(CHECK_TIMEOUT):
+                if not await is_repository(project.path):
+                    problem = "is not a git repository (its top directory)"
+        except TimeoutError:
+            problem = f"git gave no answer within {CHECK_TIMEOUT:g} s"
+        except Exception as exc:  # git itself failed (WorktreeError: a broken installation)
+            problem = f"cannot be checked: {one_line(exc)}"
+        if problem is not None:
+            failed += 1
+            say(out, False, f"project {name}: {project.path} {problem}")
+    if not failed:
+        names = ", ".join(options.projects)
+        are = "is a git repository" if len(options.projects) == 1 else "are git repositories"
+        say(out, True, f"projects: {names} {are} (git at {git})")
+    return failed
 
 
 async def _check_agent(options: BridgeOptions) -> str:

@@ -5,7 +5,8 @@ none (the embedded defaults: sqlite in ./data, the console). The environment
 names of docs/design.md are a stable contract and override the file
 (`bridge.app.environment`); secrets (bot tokens, the signing secret) are read only
 from the environment, so a config file can be committed or mounted without leaking
-them. The tree's shape is `bridge.app.schema`.
+them. The tree's shape is `bridge.app.schema`; its projects are checked and built
+in `bridge.app.projects_config`.
 
 `load_config()` reports every mistake at once as a `ConfigError` whose lines
 name the setting (its TOML key, or its environment variable when it came from
@@ -34,6 +35,7 @@ from bridge.app.platforms import (
     slack_settings,
     telegram_settings,
 )
+from bridge.app.projects_config import chat_project, project_options
 from bridge.app.schema import Config, LimitsSection
 from bridge.approvals.policy import check_patterns
 from bridge.model import ConversationSettings
@@ -222,6 +224,7 @@ def _build(
     argv = _argv(config.agent.command, name("agent", "command"), problems)
     if argv is None and config.agent.command is None:
         argv = default_agent_argv()
+    projects = project_options(config, cwd, where, problems)
     chats: dict[str, ChatOptions] = {}
     for key, chat in config.chats.items():
         if not key.startswith(KEY_PREFIXES):
@@ -240,6 +243,7 @@ def _build(
             approvers=frozenset(chat.approvers),
             busy_policy=chat.busy_policy,
             verbosity=chat.verbosity,
+            project=chat_project(key, chat, config, where, problems),
         )
     try:
         agent_env = agent_environment(env, config.agent.env)
@@ -288,6 +292,7 @@ def _build(
         ),
         settings=ConversationSettings(**config.defaults.model_dump()),
         chats=chats,
+        projects=projects,
     )
     return Loaded(config, path, options, telegram, slack)
 

@@ -131,6 +131,20 @@ class ChatSection(_Section):
     approvers: list[str] = []
     busy_policy: BusyPolicy | None = None
     verbosity: Verbosity | None = None
+    # Every conversation under the key works in this project, each in a worktree of its
+    # own (so not together with `workspace`).
+    project: str | None = None
+
+
+class ProjectSection(_Section):
+    """`[projects.<name>]`: a git repository conversations work in, each in a worktree
+    and on a branch of its own (bridge/projects.py). Whether `path` is a repository is
+    asked by `pi-bridge check`, not here: loading the file does no I/O."""
+
+    path: Path  # the repository's top directory; relative: to where the bridge starts
+    base: str | None = None  # new branches fork from it; None: the repository's HEAD branch
+    chats: list[str] = []  # key prefixes that may pick it with /project; []: every chat
+    done_on_new: bool = False  # /new also tidies the worktree up, as /project done does
 
 
 class FilesSection(_Section):
@@ -183,6 +197,7 @@ class Config(BaseSettings):
     limits: LimitsSection = LimitsSection()
     defaults: DefaultsSection = DefaultsSection()
     chats: dict[str, ChatSection] = {}
+    projects: dict[str, ProjectSection] = {}  # no environment names: a table per project
     files: FilesSection = FilesSection()
     transcribe: TranscribeSection = TranscribeSection()
     approvals: ApprovalsSection = ApprovalsSection()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.controls import projects
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
 from bridge.rpc.commands import (
     Clone,
@@ -31,7 +32,10 @@ async def new(target: Target, arg: str) -> list[Op]:
     await target.adopt_session(agent)
     if data(response.data).get("cancelled"):
         return target.renderer.notice("An extension cancelled the new session.")
-    return target.renderer.notice("🆕 New session started.")
+    ops = target.renderer.notice("🆕 New session started.")
+    if target.projects.tidy_on_new():  # a new task: its worktree is finished with
+        ops += await projects.done(target)
+    return ops
 
 
 async def status(target: Target, arg: str) -> list[Op]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.controls import session, sessions, settings
+from bridge.controls import projects, session, sessions, settings
 from bridge.controls.export import export
 from bridge.controls.files import get
 from bridge.controls.grants import grants
@@ -41,6 +41,10 @@ COMMANDS = Registry(
                 usage="<path>"),
         Command("queue", "show queued messages", "session", handler=session.queue,
                 usage="[clear]"),
+        Command("project", "work in a project's git worktree, or finish with it", "session",
+                handler=projects.project, usage="[name|done]", idle_only=True),
+        Command("diff", "what this conversation changed in its project", "session",
+                handler=projects.diff),
         Command("model", "show or change the model", "settings", handler=settings.model,
                 usage="[provider/id]"),
         Command("thinking", "show or change the thinking level", "settings",
@@ -80,4 +84,7 @@ async def pick(target: Target, kind: str, value: str) -> list[Op]:
         return target.renderer.notice(BUSY) if target.busy else await session.fork_at(target, value)
     if kind == "sessions":
         return target.renderer.notice(BUSY) if target.busy else await sessions.resume(target, value)
+    if kind == "project_done":
+        busy = target.renderer.notice(BUSY)
+        return busy if target.busy else await projects.decided(target, value)
     return await run(target, kind, value)

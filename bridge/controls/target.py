@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from bridge.model import ConversationSettings, Op, PlatformLimits
+    from bridge.projects import Projects
     from bridge.render import Renderer
     from bridge.rpc import AgentClient
     from bridge.store.records import ConversationRecord
@@ -29,6 +30,10 @@ class Target(Protocol):
 
     @property
     def record(self) -> ConversationRecord | None: ...
+
+    @property
+    def projects(self) -> Projects:
+        """Its project and worktree (bridge/projects.py)."""
 
     @property
     def agent(self) -> AgentClient | None:

@@ -170,6 +170,11 @@ class Renderer:
         self._board.approvals = approvals
         return self._run.refresh(self._board, now, force=True) if self._run is not None else []
 
+    def changed(self, files: int) -> None:
+        """The run about to end changed `files` files of its worktree."""
+        if self._run is not None:
+            self._run.changed = files
+
     def overtime(self) -> None:
         """The bridge aborts the run for running too long: it ends as failed."""
         if self._run is not None:
@@ -306,13 +311,8 @@ class Renderer:
         return self.interrupt(reason)
 
     def _agent_end(self, event: ev.AgentEnd | ev.AgentSettled, _: float) -> list[Op]:
-        run = self._run
-        if run is not None:
-            run.loop_open = False
-            messages = event.messages if isinstance(event, ev.AgentEnd) else []
-            last = [m for m in messages if isinstance(m, AssistantMessage)][-1:]
-            if last and run.last is None:
-                run.last = last[0]  # message_end was missed; agent_end still knows
+        if self._run is not None:
+            self._run.loop_ended(event.messages if isinstance(event, ev.AgentEnd) else [])
         return []
 
     def _touch(self, now: float) -> list[Op]:

@@ -23,11 +23,13 @@ from bridge.model import Button, Delete, Edit, Keyboard, Send
 from bridge.render.choices import StopChoice
 from bridge.render.textbits import clip, count, delay, duration
 from bridge.render.views import Pacer, Slot, View
+from bridge.rpc.content import AssistantMessage
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from bridge.model import Op, ReactionState
     from bridge.render.choices import TokenBook
-    from bridge.rpc.content import AssistantMessage
 
 STATUS_INTERVAL = 5.0  # seconds between edits of the live status message
 WORKING = "⏳ working…"
@@ -96,6 +98,7 @@ class RunStatus:
     final: str | None = None
     message: str | None = None  # the user's message that started the run (reactions)
     overtime: bool = False  # aborted by the bridge for running too long
+    changed: int = 0  # files of the conversation's worktree the run changed
 
     @property
     def owner(self) -> str:
@@ -143,6 +146,12 @@ class RunStatus:
         if message.usage is not None:
             self.cost += float(message.usage.cost.get("total", 0.0) or 0.0)
 
+    def loop_ended(self, messages: Sequence[object]) -> None:
+        self.loop_open = False
+        last = [m for m in messages if isinstance(m, AssistantMessage)][-1:]
+        if last and self.last is None:
+            self.last = last[0]  # message_end was missed; agent_end still knows
+
     def retrying(self, attempt: int, limit: int, delay_ms: int, error: str) -> None:
         of = f"/{limit}" if limit else ""
         why = f": {clip(error, 160)}" if error else ""
@@ -151,6 +160,8 @@ class RunStatus:
     def finish(self, now: float) -> list[Op]:
         """The run is over: the final line, no buttons."""
         self.final = self.outcome(now)
+        if self.changed:
+            self.final += f" · 📝 {count(self.changed, 'file')} changed"
         return self.slot.show(View(self.final))
 
     def outcome(self, now: float) -> str:

@@ -29,6 +29,15 @@ class Grant(BaseModel):
     at: float
 
 
+class Checkout(BaseModel):
+    """A conversation's git worktree in a project (bridge/projects.py)."""
+
+    project: str
+    path: str
+    branch: str
+    base: str
+
+
 class ConversationRecord(BaseModel):
     """One chat conversation bound to an agent workspace and its session files."""
 
@@ -40,6 +49,9 @@ class ConversationRecord(BaseModel):
     approvers: list[str] = Field(default_factory=list)
     settings: ConversationSettings = ConversationSettings()
     grants: list[Grant] = Field(default_factory=list)  # "Always allow" answers, kept
+    # The project picked with /project: None follows the chat's binding, "" is none.
+    project: str | None = None
+    checkout: Checkout | None = None  # its worktree, once made: the agent's cwd
     created_at: float
     last_active: float
 

@@ -1,0 +1,226 @@
+"""A conversation's project: the repository it works in, its worktree, what it changed.
+
+A conversation is in a project when it picked one with /project, or else when its
+chat is bound to one (`[chats."<key>"] project`); "" in its record means it chose to
+be in none. Its first agent start makes its worktree (`bridge.worktrees`, git
+itself), which is recorded (`ConversationRecord.checkout`) and stays the agent's cwd
+across agent and bridge restarts, until /project done removes it. A conversation
+outside any project works in its workspace directory, as it always did.
+
+pi resumes a session in the directory it was started in, and will not start on one
+that is gone; so entering or leaving a worktree starts a new session (the old one
+stays listed by /sessions).
+
+A run's changed files are counted between two snapshots of the worktree (one taken
+before the prompt, one at the run's end), so the count is that run's own, whichever
+tool made the change.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+
+from bridge.gitrun import WorktreeError
+from bridge.options import safe_name
+from bridge.rpc.errors import AgentStartError
+from bridge.store.records import Checkout
+from bridge.worktrees import (
+    Diff,
+    Worktree,
+    changed_between,
+    changes,
+    diff,
+    ensure_worktree,
+    remove_worktree,
+    snapshot,
+)
+
+if TYPE_CHECKING:
+    from bridge.options import BridgeOptions, ProjectOptions
+    from bridge.store.records import ConversationRecord
+
+log = logging.getLogger(__name__)
+
+
+class Host(Protocol):
+    """The conversation a project belongs to, as the project sees it."""
+
+    key: str
+
+    @property
+    def record(self) -> ConversationRecord | None: ...
+
+    async def save(self, **changes: object) -> None: ...
+
+    async def reap(self) -> None: ...
+
+
+class Projects:
+    """One conversation's project, its worktree, and its runs' changed files."""
+
+    def __init__(self, host: Host, options: BridgeOptions) -> None:
+        self._host = host
+        self._options = options
+        self._before: str | None = None  # the snapshot the next run is measured from
+        self._tree: Worktree | None = None  # the worktree with its git dirs, once found
+
+    @property
+    def _record(self) -> ConversationRecord:
+        record = self._host.record
+        assert record is not None
+        return record
+
+    def name(self) -> str | None:
+        """The project this conversation works in, if any."""
+        record = self._record
+        if record.checkout is not None:
+            return record.checkout.project
+        chosen = record.project
+        return (self._options.bound_project(self._host.key) if chosen is None else chosen) or None
+
+    def allowed(self) -> list[str]:
+        return self._options.projects_for(self._host.key)
+
+    def checkout(self) -> Checkout | None:
+        """The conversation's worktree as recorded (None before its first start)."""
+        return self._record.checkout
+
+    def tidy_on_new(self) -> bool:
+        project = self._project(self.name())
+        return project is not None and project.done_on_new and self._record.checkout is not None
+
+    async def workspace(self) -> Path:
+        """The agent's cwd: the worktree, made on first use; outside a project, the
+        configured workspace, else the conversation's own directory."""
+        record, name = self._record, self.name()
+        if name is None:
+            chat = self._options.chat(self._host.key)
+            return chat.workspace if chat and chat.workspace else Path(record.workspace)
+        tree = self._tree = await self._ensure(name)
+        checkout = Checkout(project=name, path=str(tree.path), branch=tree.branch, base=tree.base)
+        if record.checkout != checkout:
+            await self._host.save(checkout=checkout)
+        return tree.path
+
+    def git_dirs(self) -> tuple[Path, ...]:
+        """What the agent's sandbox must let git write besides the worktree (after
+        `workspace`)."""
+        return self._tree.git_dirs() if self._tree is not None and self.name() else ()
+
+    async def _located(self) -> Worktree | None:
+        """The recorded worktree with its git dirs found from the repository's side,
+        so that git run by the bridge never reads the `.git` file the agent can
+        rewrite; made again if its directory is gone."""
+        checkout = self._record.checkout
+        if checkout is None:
+            return None
+        if self._tree is None or str(self._tree.path) != checkout.path:
+            self._tree = await self._ensure(checkout.project)
+        return self._tree
+
+    async def _ensure(self, name: str) -> Worktree:
+        project = self._project(name)
+        if project is None:
+            raise AgentStartError(f"project {name} is not configured here; /project picks one")
+        checkout = self._record.checkout
+        base = checkout.base if checkout is not None else project.base
+        root = self._options.data_dir / "worktrees" / safe_name(name)
+        try:
+            return await ensure_worktree(project.path, root, self._host.key, base)
+        except WorktreeError as exc:
+            raise AgentStartError(
+                f"the worktree of project {name} could not be made: {exc}"
+            ) from exc
+
+    def _project(self, name: str | None) -> ProjectOptions | None:
+        return self._options.projects.get(name) if name is not None else None
+
+    # --- runs ---------------------------------------------------------------------------
+
+    async def before_run(self) -> None:
+        """A prompt is about to start a run: what it changes is counted from now."""
+        self._before = await self._snapshot()
+
+    async def run_ended(self) -> int:
+        """How many files the run that just ended changed in the worktree (0 when
+        unknown: outside a project, or git failed, which the log says)."""
+        before = self._before
+        after = self._before = await self._snapshot()
+        if before is None or after is None or self._tree is None:
+            return 0
+        try:
+            return await changed_between(self._tree, before, after)
+        except WorktreeError as exc:
+            log.warning("conversation %s: %s", self._host.key, exc)
+            return 0
+
+    async def _snapshot(self) -> str | None:
+        if self._record.checkout is None:
+            return None
+        try:
+            tree = await self._located()
+            return await snapshot(tree) if tree is not None else None
+        except (WorktreeError, AgentStartError) as exc:
+            log.warning("conversation %s: %s", self._host.key, exc)
+            return None
+
+    # --- commands -----------------------------------------------------------------------
+
+    async def choose(self, name: str) -> str:
+        """Move the conversation into project `name`; what to tell the person."""
+        allowed = self.allowed()
+        if name not in allowed:
+            here = ", ".join(allowed) or "none"
+            return f"⚠️ There is no project {name} for this chat (projects here: {here})."
+        checkout = self._record.checkout
+        if checkout is not None:
+            if checkout.project == name:
+                return f"Already working in {name}, on branch {checkout.branch}."
+            return f"⚠️ This conversation works in {checkout.project}; /project done first."
+        await self._host.reap()  # its cwd changes: the next message starts it there
+        await self._host.save(project=name, session_file=None)
+        await self.workspace()  # made now, so that a problem shows at once
+        made = self._record.checkout
+        assert made is not None
+        return (
+            f"📁 Project {name}: this conversation works on branch {made.branch}, "
+            f"forked from {made.base}, in its own worktree. A new session starts there "
+            "with your next message."
+        )
+
+    async def diff(self) -> Diff | None:
+        """The conversation's change against its base (None: no worktree)."""
+        tree = await self._located()
+        return await diff(tree) if tree is not None else None
+
+    async def pending(self) -> tuple[str, ...] | None:
+        """The worktree's uncommitted paths (None: no worktree)."""
+        tree = await self._located()
+        return (await changes(tree)).paths if tree is not None else None
+
+    async def remove(self, *, discard: bool) -> str:
+        """Remove the worktree (with `discard`, its changes and branch too)."""
+        checkout = self._record.checkout
+        if checkout is None:
+            return "This conversation has no worktree."
+        project = self._project(checkout.project)
+        if project is None:
+            return f"⚠️ Project {checkout.project} is no longer configured; its worktree stays."
+        tree = Worktree(Path(checkout.path), checkout.branch, checkout.base)
+        if await anyio.Path(tree.path).is_dir():
+            tree = await self._located() or tree  # its changes are read guarded
+        await self._host.reap()  # nothing may run in a directory being removed
+        await remove_worktree(project.path, tree, force=discard, delete_branch=discard)
+        self._before = self._tree = None
+        await self._host.save(checkout=None, project="", session_file=None)
+        back = f"/project {checkout.project} picks it up again."
+        if discard:
+            return f"🗑 Discarded the worktree and branch {checkout.branch}. {back}"
+        return (
+            f"🧹 Removed the worktree; branch {checkout.branch} is kept. This conversation "
+            f"is back in its own workspace; {back}"
+        )
