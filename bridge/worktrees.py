@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import shutil
 import tempfile
@@ -138,12 +139,32 @@ async def _in_tree(worktree: Worktree, *args: str, env: dict[str, str] | None = 
     """Run git inside the worktree, guarded against what the agent may have put there."""
     located = dict(env or {})
     if worktree.admin is not None and worktree.common is not None:
+        await anyio.to_thread.run_sync(_pin_common, worktree.admin, worktree.common)
         located |= {
             "GIT_DIR": str(worktree.admin),
             "GIT_COMMON_DIR": str(worktree.common),
             "GIT_WORK_TREE": str(worktree.path),
         }
     return await git_ok(worktree.path, *GUARDED, *args, env=located)
+
+
+def _pin_common(admin: Path, common: Path) -> None:
+    """Put back a rewritten `<admin>/commondir`: git's ref store reads that file
+    whatever GIT_COMMON_DIR says, and the agent can write its admin dir. Replaced,
+    never written through (it may have become a link)."""
+    marker = admin / "commondir"
+    with contextlib.suppress(OSError, ValueError):
+        if (
+            not marker.is_symlink()
+            and (admin / marker.read_text("utf-8").strip()).resolve() == common
+        ):
+            return
+    with contextlib.suppress(FileNotFoundError):
+        marker.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(marker, flags, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(os.path.relpath(common, admin) + "\n")  # what git writes: "../.."
 
 
 # One lock per repository (its common git dir, shared by all its worktrees). Weak
@@ -335,8 +356,13 @@ async def remove_worktree(
                         f"{worktree.path} has uncommitted changes ({shown}); "
                         "commit them or remove with force"
                     )
-            removal = ["worktree", "remove", *(["--force"] if force else []), str(worktree.path)]
-            await git_ok(repo, *removal)
+            # The agent may have rewritten the worktree's `.git` file: point it back
+            # (git refuses to remove a worktree that does not point at its admin dir).
+            await git(repo, *GUARDED, "worktree", "repair", str(worktree.path))
+            # Always --force: the check above was made guarded, while without it git
+            # runs a `git status` of its own in the worktree, through files the agent
+            # can write. GUARDED reaches git's children too (GIT_CONFIG_PARAMETERS).
+            await git_ok(repo, *GUARDED, "worktree", "remove", "--force", str(worktree.path))
         await git_ok(repo, "worktree", "prune")
         if delete_branch and await _branch_exists(repo, worktree.branch):
             # -D: the branch may hold commits never merged; deleting was asked for.
