@@ -359,7 +359,8 @@ async def test_a_slow_photo_holds_up_no_other_conversation(
     fake_llm.add("this picture", Reply(text="A picture of a cat."))
     opts = dataclasses.replace(opts, allowed_users=frozenset({str(CHAT), str(BOB_ID)}))
     async with telegram_bot(opts) as fake:
-        fake.file_delay = 3.0
+        # Long enough for Bob's agent to start and answer on a loaded CI machine.
+        fake.file_delay = 10.0
         fake.message(CHAT, "what is in this picture?", photo=PNG_PIXEL)
         await fake.wait_for(lambda: fake.downloads, within=WAIT)  # its download has begun
         fake.message(BOB_ID, "a QUICK one", user=BOB)
