@@ -1,15 +1,16 @@
-"""The async client for one agent process: `async with AgentClient(spec) as agent`.
+"""The async client for one agent: `async with AgentClient(spec) as agent`.
 
-Its parts: the pipes (`pipes.py`: one writer, one reader of records, a stderr
-tail), requests answered by id (`requests.py` over the pure `correlation.py`),
-the run state (`state.py`, pure), the legacy shim (`legacy.py`). Here: the tasks
-and their order. The reader updates `RunState` before an event is delivered, so
-`agent.state` is never behind what a consumer has seen; events, problems and the
-client's own signals (`RunStarted`, `RunEnded`, `DialogExpired`, ...) go, in
-order, to one bounded stream (`events`): a slow consumer slows the agent instead
-of growing memory. The agent's exit fails every pending request with
-`AgentExited` (exit code, stderr tail). Closing cancels pending dialogs and
-aborts a run before ending the process group, each step bounded, shielded.
+Its parts: the link to the agent (`links.py`: its own pipes, or its host's socket,
+`hostlink.py`), requests answered by id (`requests.py` over the pure
+`correlation.py`), the run state (`state.py`, pure), the legacy shim (`legacy.py`).
+Here: the tasks and their order. The reader updates `RunState` before an event is
+delivered, so `agent.state` is never behind what a consumer has seen; events,
+problems and the client's own signals (`RunStarted`, `RunEnded`, `DialogExpired`, ...)
+go, in order, to one bounded stream (`events`): a slow consumer slows the agent
+instead of growing memory. The agent's exit fails every pending request with
+`AgentExited` (exit code, stderr tail). Closing cancels pending dialogs and aborts a
+run before ending the agent, each step bounded, shielded; `detach` instead leaves a
+hosted agent running.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from bridge.rpc.commands import (
     Abort,
     Command,
     FollowUp,
-    GetAvailableThinkingLevels,
     GetCommands,
     GetState,
     Outgoing,
@@ -36,13 +36,15 @@ from bridge.rpc.commands import (
     encode_command,
 )
 from bridge.rpc.decode import Decoded, decode_record
-from bridge.rpc.errors import AgentExited, AgentStartError, ClientClosed, CommandFailed, RpcError
+from bridge.rpc.detect import detect
+from bridge.rpc.errors import AgentExited, ClientClosed, CommandFailed, RpcError
 from bridge.rpc.events import ErrorEvent, Response
 from bridge.rpc.framing import DEFAULT_MAX_RECORD
+from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan
 from bridge.rpc.legacy import LegacyShim
-from bridge.rpc.pipes import PIPE_GONE, Pipes
-from bridge.rpc.process import AgentSpec, spawn, terminate_group
-from bridge.rpc.profile import LEGACY, PI, Profile, classify, extension_commands
+from bridge.rpc.links import Link, open_link
+from bridge.rpc.pipes import PIPE_GONE
+from bridge.rpc.profile import PI, Profile, extension_commands
 from bridge.rpc.requests import Requests
 from bridge.rpc.signals import (
     AgentGone,
@@ -58,15 +60,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import TracebackType
 
-    from anyio.abc import Process, TaskGroup
+    from anyio.abc import TaskGroup
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from bridge.rpc.content import ImageContent
     from bridge.rpc.framing import Frame
+    from bridge.rpc.process import AgentSpec
 
 REQUEST_TIMEOUT = 30.0  # state commands answer in ms; prompt after preflight (~1 s)
-# Atomic from a source build answers its first get_state after ~5.8 s.
-DETECT_TIMEOUT = 30.0
 # auto_retry_start follows an error's agent_end within ~2 ms (x_retry).
 SETTLE_GRACE = 0.5
 ABORT_ON_CLOSE_TIMEOUT = 2.0
@@ -89,8 +90,13 @@ class AgentClient:
         event_buffer: int = EVENT_BUFFER,
         clock: Callable[[], float] = time.monotonic,
         dialog_timeout: float | None = None,
+        host: HostPlan | None = None,
+        reattach: tuple[HostAddress, int] | None = None,
     ) -> None:
+        """`host`: start the agent under a host that outlives the client (`hostlink.py`);
+        `reattach`: (host, last seq applied) of one started before."""
         self.spec = spec
+        self._host, self._reattach = host, reattach
         self.profile = profile or PI
         self._detect = profile is None
         self.state = RunState(profile=self.profile, dialog_timeout=dialog_timeout)
@@ -100,14 +106,12 @@ class AgentClient:
         send, receive = anyio.create_memory_object_stream[AgentEvent](event_buffer)
         self._send: MemoryObjectSendStream[AgentEvent] = send
         self.events: MemoryObjectReceiveStream[AgentEvent] = receive
-        self._process: Process | None = None
+        self.link: Link | None = None  # how it is reached (a host's: `HostLink`)
         self._tg: TaskGroup | None = None
         self._requests = Requests(self._write, request_timeout)
-        self._pipes: Pipes | None = None
-        self._exited = anyio.Event()
-        self._reader_gone = anyio.Event()  # the stdout reader finished or was cancelled
+        self._exited, self._reader_gone = anyio.Event(), anyio.Event()  # reader done/cancelled
         self._exit: AgentExited | None = None
-        self._closing = False
+        self._closing = self._detaching = False  # detaching: leave the agent to its host
         self._legacy = LegacyShim(self.state, self._write, self._emit, self._open)
         self._extension_commands: frozenset[str] | None = None
         self._settle_generation = 0
@@ -118,13 +122,15 @@ class AgentClient:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         try:
-            self._process = await spawn(self.spec)
-            self._pipes = Pipes(self._process, self._max_record)
+            self.link = await open_link(self.spec, self._host, self._reattach, self._max_record)
+            self.link.start(self._tg)
             self._tg.start_soon(self._read_stdout)
-            self._tg.start_soon(self._pipes.drain_stderr)
             self._tg.start_soon(self._watch_dialogs)
             if self._detect:
-                self.profile = await self._detect_profile()
+                tail = lambda: self.stderr_tail  # noqa: E731
+                self.profile, self.initial_state = await detect(
+                    self._requests, self._write_bytes, tail
+                )
                 self.state.profile = self.profile
         except BaseException:
             await self._finish()
@@ -140,6 +146,12 @@ class AgentClient:
         await self._finish()
 
     async def aclose(self) -> None:
+        await self._finish()
+
+    async def detach(self) -> None:
+        """Close this client but leave the agent running under its host (a bridge
+        restart); the next client `reattach`es with `last_seq`."""
+        self._detaching = isinstance(self.link, HostLink)
         await self._finish()
 
     async def _finish(self) -> None:
@@ -158,8 +170,12 @@ class AgentClient:
             self._send.close()
 
     async def _shutdown(self) -> None:
-        if self._process is None:
+        link = self.link
+        if link is None:
             return
+        if self._detaching and isinstance(link, HostLink):
+            self._closing = True
+            return await link.detach()
         if not self._exited.is_set() and not self.profile.is_legacy:
             with anyio.move_on_after(ABORT_ON_CLOSE_TIMEOUT):
                 try:
@@ -169,7 +185,7 @@ class AgentClient:
                 except RpcError:
                     pass  # the agent is going away anyway
         self._closing = True
-        await terminate_group(self._process)
+        await link.terminate()
         # Let the reader report the exit (AgentGone), unless it was cancelled with
         # its caller (a reap): then nobody would ever set `_exited`.
         with anyio.move_on_after(1):
@@ -177,20 +193,20 @@ class AgentClient:
 
     @property
     def pid(self) -> int:
-        assert self._process is not None, "agent not started"
-        return self._process.pid
+        assert self.link is not None, "agent not started"
+        return self.link.pid
 
     @property
     def returncode(self) -> int | None:
-        return None if self._process is None else self._process.returncode
+        return None if self.link is None else self.link.returncode
 
     @property
     def alive(self) -> bool:
-        return self._process is not None and not self._exited.is_set()
+        return self.link is not None and not self._exited.is_set()
 
     @property
     def stderr_tail(self) -> str:
-        return self._pipes.stderr_tail if self._pipes is not None else ""
+        return self.link.stderr_tail if self.link is not None else ""
 
     async def wait(self) -> int | None:
         """Until the agent has exited and every event has been queued."""
@@ -302,52 +318,36 @@ class AgentClient:
             raise ClientClosed("the agent client is closing")
         if self._exit is not None:
             raise self._exit
-        assert self._pipes is not None
+        assert self.link is not None
         try:
-            await self._pipes.write(line)
+            await self.link.write(line)
         except PIPE_GONE as exc:
             await self._exited.wait()
             raise self._exit or AgentExited(self.returncode, self.stderr_tail) from exc
 
-    # --- profile detection -----------------------------------------------------------
-
-    async def _detect_profile(self) -> Profile:
-        try:
-            answer = await self._requests.probe(self._write_bytes, DETECT_TIMEOUT)
-        except TimeoutError:
-            raise AgentStartError(
-                f"the agent answered nothing within {DETECT_TIMEOUT:g} s: {self.stderr_tail[-300:]}"
-            ) from None
-        if answer is None:
-            return LEGACY
-        self.initial_state = answer.data if isinstance(answer.data, dict) else {}
-        newer = await self.request(GetAvailableThinkingLevels(), check=False)
-        return classify(self.initial_state, knows_new_commands=newer.success)
-
     # --- reading ---------------------------------------------------------------------
 
     async def _read_stdout(self) -> None:
-        assert self._pipes is not None
+        assert self.link is not None
         try:
-            await self._pipes.read(self._dispatch)
-            await self._on_exit()
+            await self.link.read(self._dispatch)
+            if self._detaching:
+                self._send.close()  # the agent lives on under its host: no exit here
+            else:
+                await self._on_exit()
         finally:
             self._reader_gone.set()
 
     async def _on_exit(self) -> None:
-        assert self._process is not None
-        with anyio.move_on_after(5):
-            await self._process.wait()
-        with anyio.move_on_after(1):
-            assert self._pipes is not None
-            await self._pipes.stderr_done.wait()
-        self._exit = AgentExited(self._process.returncode, self.stderr_tail)
+        assert self.link is not None
+        await self.link.wait()
+        self._exit = AgentExited(self.link.returncode, self.stderr_tail)
         self._requests.fail_all(self._exit)
         change = self.state.agent_exited()
         self._legacy.clear()
         if change is not None:
             await self._emit(RunEnded())
-        await self._emit(AgentGone(self._process.returncode, self.stderr_tail))
+        await self._emit(AgentGone(self.link.returncode, self.stderr_tail))
         self._exited.set()
         self._send.close()
 

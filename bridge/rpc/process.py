@@ -83,17 +83,22 @@ async def spawn(spec: AgentSpec) -> Process:
 
 
 def _command(spec: AgentSpec) -> list[str]:
-    found = _executable(spec)
-    if spec.sandbox is not None:
-        # Inside, argv[0] is exec'd as named: the path found here is the same path there.
-        command = bwrap_argv(spec.sandbox, spec.cwd, [found, *spec.argv[1:]])
-        found, keeper_flags = command[0], []
-    else:
-        command, keeper_flags = list(spec.argv), ["--no-caps"]
+    keeper_flags, found, command = keeper_arguments(spec)
     if sys.platform != "linux" or not sys.executable:
         return command
     keeper = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), *keeper_flags]
     return [*keeper, found, *command]
+
+
+def keeper_arguments(spec: AgentSpec) -> tuple[list[str], str, list[str]]:
+    """What the keeper is given: its flags, the executable it starts, and its argv
+    (bwrap's, with the agent inside, when there is a sandbox)."""
+    found = _executable(spec)
+    if spec.sandbox is not None:
+        # Inside, argv[0] is exec'd as named: the path found here is the same path there.
+        command = bwrap_argv(spec.sandbox, spec.cwd, [found, *spec.argv[1:]])
+        return [], command[0], command
+    return ["--no-caps"], found, list(spec.argv)
 
 
 def _executable(spec: AgentSpec) -> str:

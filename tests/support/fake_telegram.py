@@ -412,16 +412,35 @@ class FakeTelegram:
     async def _file(self, request: web.Request) -> web.StreamResponse:
         path = request.match_info["path"]
         self.downloads.append(path)
-        await asyncio.sleep(self.file_delay)
         if self.stream_bytes is not None:
+            await asyncio.sleep(self.file_delay)
             return await self._stream(request, self.stream_bytes)
         for file_path, data in self.files.values():
             if file_path == path and request.match_info["token"] == self.token:
                 if self.cut_after is not None:
+                    await asyncio.sleep(self.file_delay)
                     return await self._cut(request, data, self.cut_after)
+                if self.file_delay:
+                    return await self._trickle(request, data, path)
                 self.downloads.append(f"done:{path}")
                 return web.Response(body=data, content_type="application/octet-stream")
+        await asyncio.sleep(self.file_delay)
         return web.Response(status=404)
+
+    async def _trickle(self, request: web.Request, data: bytes, path: str) -> web.StreamResponse:
+        """A slow download that is still alive: a byte at a time over `file_delay`
+        seconds, never silent for a second (a client's read timeout is 5 s)."""
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.content_length = len(data)
+        await response.prepare(request)
+        steps = max(1, math.ceil(self.file_delay))
+        pieces = [data[i * len(data) // steps : (i + 1) * len(data) // steps] for i in range(steps)]
+        for piece in pieces:
+            await asyncio.sleep(self.file_delay / steps)
+            await response.write(piece)
+        self.downloads.append(f"done:{path}")
+        await response.write_eof()
+        return response
 
     async def _cut(self, request: web.Request, data: bytes, cut: int) -> web.StreamResponse:
         """The download's first `cut` bytes of an announced whole, then a hang-up."""
