@@ -299,7 +299,7 @@ class Conversation:
                 self.submit(self.renderer.close_picker(choice.picker_id, f"✓ {choice.value}"))
                 self.submit(await controls.pick(self, choice.kind, choice.value))
             case None:
-                await self.dialogs.stale(self.agent, press)
+                await self.dialogs.stale(self.agent, press, sender)
 
     async def _busy_choice(self, press: Press, choice: BusyChoice) -> None:
         ask = self._waiting.answered(choice.pending_id)

@@ -11,6 +11,7 @@ Only the conversation's owner or an approver answers (`may_answer`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bridge.model import AnswerPress
@@ -145,10 +146,20 @@ class Dialogs:
         for dialog in await self.s.store.dialogs_for(self.key):
             await self.s.store.take_dialog(dialog.request_id, self.key)
 
-    async def stale(self, agent: AgentClient | None, press: Press) -> None:
+    async def stale(
+        self, agent: AgentClient | None, press: Press, sender: Sender | None = None
+    ) -> None:
         def awaited(request_id: str) -> bool:
             return agent is not None and request_id in agent.state.dialogs
 
+        # A button shown before a bridge restart, of a question its agent still waits
+        # on (taken back under its host, bridge/hosting.py): the same answer as shown now.
+        record = await self.s.store.get_dialog(press.token) if sender is not None else None
+        if record is not None and sender is not None and awaited(record.request_id):
+            for token, choice in self._renderer.dialog_tokens(record.request_id):
+                if record.key == self.key and choice.label == record.choice:
+                    await self.chosen(agent, replace(press, token=token), choice, sender)
+                    return
         await dead_press(self.s, self.key, self.chat, press, awaited)
 
     async def _claim(self, agent: AgentClient, request_id: str) -> bool:

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from bridge.hosting import Hosting
 from bridge.outgoing import SentFiles
 from bridge.paths import GATE_EXTENSION
-from bridge.rpc import AgentClient, AgentSpec, RpcError, RunEnded
+from bridge.rpc import AgentClient, AgentGone, AgentSpec, RpcError, RunEnded
 from bridge.sandbox import contain
 from bridge.sessionfiles import new_session_name
 
@@ -31,10 +32,11 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup, TaskStatus
 
-    from bridge.model import Op
+    from bridge.hosting import Reattach
+    from bridge.model import ChatRef, Op
     from bridge.projects import Projects
     from bridge.render import Renderer
-    from bridge.rpc import AgentEvent, AgentGone
+    from bridge.rpc import AgentEvent
     from bridge.services import Services
     from bridge.store.records import ConversationRecord
 
@@ -51,6 +53,7 @@ class Host(Protocol):
     """The conversation an agent lives in, as its lifetime sees it."""
 
     key: str
+    chat: ChatRef
     projects: Projects  # where the agent works
 
     @property
@@ -85,6 +88,9 @@ class AgentLife:
         self._run_started: float | None = None
         self._aborted_for_time = False
         self._paused: float | None = None  # since when a person holds the run up
+        self.hosting = Hosting(host, services)  # its host, when it outlives the bridge
+        self._reattach: Reattach | None = None  # set while taking a host back
+        self.detaching = False  # left running under its host: its end is no crash
 
     @property
     def busy(self) -> bool:
@@ -107,6 +113,33 @@ class AgentLife:
         finally:
             self.spawning = False
         return agent
+
+    async def reattach(self, tg: TaskGroup) -> bool:
+        """Take back the agent an earlier bridge left under its host; False when there
+        is none to take (it is gone, and its record with it)."""
+        plan = self.hosting.prepare()
+        if plan is None:
+            await self.hosting.gone()
+            return False
+        self._reattach = plan
+        try:
+            await self.ensure(tg)
+        except RpcError as exc:
+            log.warning("conversation %s: its agent's host is gone: %s", self._host.key, exc)
+            await self.hosting.gone()
+            return False
+        finally:
+            self._reattach = None
+        return True
+
+    async def detach(self) -> None:
+        """Leave the agent running under its host (the bridge stops); without a host,
+        as `reap`."""
+        agent = self.agent
+        if agent is not None and self.hosting.plan is not None:
+            agent.detach()
+            self.detaching = True
+        await self.reap()
 
     async def reap(self) -> None:
         """Stop the agent (its session file stays; the next message resumes it)."""
@@ -162,7 +195,9 @@ class AgentLife:
         name = new_session_name(self.s.wall())
         await self._host.save(session_file=str(Path(record.session_dir) / name))
 
-    def spec(self, workspace: Path, git_dirs: tuple[Path, ...] = ()) -> AgentSpec:
+    def spec(
+        self, workspace: Path, git_dirs: tuple[Path, ...] = (), contained: bool = True
+    ) -> AgentSpec:
         """The agent's command line, environment and sandbox, working in `workspace`
         (`Projects.workspace`); `git_dirs` are the repository's dirs its worktree needs."""
         options, key = self.s.options, self._host.key
@@ -189,6 +224,8 @@ class AgentLife:
             argv += ["-e", str(GATE_EXTENSION)]
             env["PI_APPROVAL_GATE"] = "all" if options.approvals.mode == "all" else "changes"
         spec = AgentSpec(argv=argv, cwd=workspace, env=env)
+        if not contained:
+            return AgentSpec(argv=argv, cwd=workspace.resolve(), env=env)
         return contain(spec, options, key, session_dir, git_dirs)
 
     async def _backoff(self) -> None:
@@ -205,17 +242,28 @@ class AgentLife:
     async def _run(self, *, task_status: TaskStatus[AgentClient]) -> None:
         self.closing = False
         self._done = anyio.Event()
+        self.detaching = False
         await self.name_session()
         workspace = await self._host.projects.workspace()
+        reattach = self._reattach
         # The sandbox's config copy and the folders are file work: off the event loop.
+        # A running agent's sandbox is not made again: its config copy is in use.
         git_dirs = self._host.projects.git_dirs()
-        spec = await anyio.to_thread.run_sync(self.spec, workspace, git_dirs)
-        client = AgentClient(spec, clock=self.s.clock, dialog_timeout=self.s.options.dialog_timeout)
+        spec = await anyio.to_thread.run_sync(self.spec, workspace, git_dirs, reattach is None)
+        client = AgentClient(
+            spec,
+            clock=self.s.clock,
+            dialog_timeout=self.s.options.dialog_timeout,
+            host=self.hosting.plan if reattach is None else None,
+            reattach=reattach[:2] if reattach is not None else None,
+            profile=reattach[2] if reattach is not None else None,
+        )
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 async with client as agent:
                     self.agent = agent
+                    await self.hosting.started(agent)
                     await self.adopt_session(agent)
                     task_status.started(agent)
                     await self._pump(agent)
@@ -234,6 +282,9 @@ class AgentLife:
                 try:
                     if isinstance(event, RunEnded):  # its final line names its changed files
                         self._host.renderer.changed(await self._host.projects.run_ended())
+                        self.hosting.run_ended(agent, tg)
+                    elif isinstance(event, AgentGone) and not self.detaching:
+                        await self.hosting.gone()
                     await self._host.on_event(agent, event, self.s.clock())
                     await self._send_files(agent, event)
                 except Exception:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 SandboxMode = Literal["bwrap", "off"]
 ApprovalMode = Literal["off", "dangerous", "writes", "all"]
+StopMode = Literal["detach", "stop"]
 
 KEY_PREFIXES = ("tg:", "slack:", "console")  # what a conversation key starts with
 
@@ -128,6 +129,11 @@ class BridgeOptions:
     file_max_bytes: int = 50 * 2**20  # a file a person sends, saved in the workspace
     transcribe: Transcription | None = None  # voice notes become text (None: kept as files)
     approvals: ApprovalOptions = field(default_factory=ApprovalOptions)
+    # "detach": agents run under hosts and outlive a bridge stop or crash, to be taken
+    # back at the next start (bridge/reattach.py); a host left alone `detach_timeout`
+    # seconds ends its agent. "stop": agents are the bridge's children and end with it.
+    on_stop: StopMode = "stop"
+    detach_timeout: float = 10 * 60
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
     projects: Mapping[str, ProjectOptions] = field(default_factory=dict)

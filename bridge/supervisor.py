@@ -31,20 +31,21 @@ import anyio
 
 from bridge.conversation import Conversation
 from bridge.dialogs import dead_press
-from bridge.model import ChatRef, MessageRef, React
+from bridge.model import ChatRef, MessageRef, React, Sender
 from bridge.render.status import retire_after_crash, run_is_live
 from bridge.router import Ignore, View, route
 from bridge.services import Holder, Services, SlotGate
 from bridge.store.records import LiveRunRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
 
     from anyio.abc import TaskGroup, TaskStatus
 
     from bridge.model import Inbound, Op
     from bridge.outbox import Outbox
     from bridge.store.base import Store
+    from bridge.store.records import ConversationRecord
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +150,15 @@ class LiveRuns:
             self._recorded[key] = record
             await self._store.put_live_run(record)
 
-    async def retire(self, outbox: Outbox, key_prefix: str = "") -> int:
+    async def retire(self, outbox: Outbox, key_prefix: str = "", skip: Collection[str] = ()) -> int:
         """Queue the edit of every status an earlier process left live in conversations
-        under `key_prefix` (another platform's are not this outbox's to edit); how many
-        there were."""
-        records = [r for r in await self._store.live_runs() if r.key.startswith(key_prefix)]
+        under `key_prefix` (another platform's are not this outbox's to edit), but
+        those in `skip` (their agents run on); how many there were."""
+        records = [
+            r
+            for r in await self._store.live_runs()
+            if r.key.startswith(key_prefix) and r.key not in skip
+        ]
         for record in records:
             chat = ChatRef(record.chat_id, record.thread_id, record.is_group)
             slot, edit = retire_after_crash(record.message_id)
@@ -185,6 +190,7 @@ class Supervisor:
         self.accepting = True
         self.live_runs = LiveRuns(services.store, services.wall)
         services.outbox.observe(self.live_runs.delivered)
+        services.outbox.observe(self._delivered)
         self._tg: TaskGroup | None = None
 
     @property
@@ -193,18 +199,54 @@ class Supervisor:
         return self.s.gate
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        await self._retire_live_runs()
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            # Before the first message: a new run of a conversation may then replace
+            # its record, never the other way round. Agents still running under their
+            # hosts are taken back first: their runs are live, not to be retired.
+            await self._retire_live_runs(await self._reattach())
             tg.start_soon(self._reaper)
             task_status.started()
             await anyio.sleep_forever()
 
-    async def _retire_live_runs(self) -> None:
-        # Before the first message: a new run of a conversation may then replace its
-        # record, never the other way round.
+    async def _reattach(self) -> set[str]:
+        """Take back the agents an earlier bridge left running (bridge/hosting.py);
+        the keys of those taken."""
+        taken: set[str] = set()
         try:
-            retired = await self.live_runs.retire(self.s.outbox, self.s.options.key_prefix)
+            records = await self.s.store.list_conversations()
+        except Exception:
+            log.exception("could not look for agents left running")
+            return taken
+        prefix = self.s.options.key_prefix
+        left = [r for r in records if r.host is not None and r.key.startswith(prefix)]
+
+        async def one(record: ConversationRecord) -> None:
+            assert record.host is not None
+            assert self._tg is not None
+            host = record.host
+            chat = ChatRef(host.chat_id, host.thread_id, host.is_group)
+            conversation = Conversation(record.key, chat, Sender(record.owner or ""), self.s)
+            self.conversations[record.key] = conversation
+            await self._tg.start(conversation.run)
+            if await conversation.life.reattach(self._tg):
+                taken.add(record.key)
+
+        async with anyio.create_task_group() as tg:
+            for record in left:
+                tg.start_soon(one, record)
+        if left:
+            log.info("took back %d of %d agent(s) left running", len(taken), len(left))
+        return taken
+
+    async def _delivered(self, key: str, chat: ChatRef, op: Op, ref: MessageRef | None) -> None:
+        conversation = self.conversations.get(key)
+        if conversation is not None:
+            await conversation.life.hosting.delivered(op, ref)
+
+    async def _retire_live_runs(self, skip: set[str]) -> None:
+        try:
+            retired = await self.live_runs.retire(self.s.outbox, self.s.options.key_prefix, skip)
         except Exception:  # the chats are more important than their stale buttons
             log.exception("could not retire the runs an earlier process left live")
             return
@@ -283,8 +325,16 @@ class Supervisor:
         return [c for k, c in list(self.conversations.items()) if k in self.slots.live]
 
     async def drain(self, grace: float | None = None) -> None:
-        """Stop intake, let runs finish up to `grace` seconds, then end every agent."""
+        """Stop intake, let runs finish up to `grace` seconds, then end every agent;
+        with `on_stop = "detach"`, leave every agent running under its host at once."""
         self.accepting = False
+        if self.s.options.on_stop == "detach":
+            async with anyio.create_task_group() as tg:
+                for conversation in self._live():
+                    tg.start_soon(conversation.life.detach)
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+            return
         limit = self.s.options.drain_timeout if grace is None else grace
         with anyio.move_on_after(limit):
             # Polled: "no conversation busy" is a state over many agents, not one event.

@@ -323,9 +323,11 @@ async def snapshot(worktree: Worktree) -> str:
     real = Path((await _in_tree(worktree, *git_path)).strip())
     with tempfile.TemporaryDirectory(prefix="pi-snap-") as scratch:
         index = Path(scratch) / "index"
-        # A fresh worktree may have no index yet: `add` builds one.
+        # A fresh worktree may have no index yet: `add` builds one. copy2 keeps the
+        # index's mtime, by which git tells a file changed within the same timestamp
+        # tick as the index was written ("racy git") from an unchanged one.
         with contextlib.suppress(FileNotFoundError):
-            await anyio.to_thread.run_sync(shutil.copyfile, real, index)
+            await anyio.to_thread.run_sync(shutil.copy2, real, index)
         env = {"GIT_INDEX_FILE": str(index)}
         await _in_tree(worktree, "add", "--all", env=env)
         return (await _in_tree(worktree, "write-tree", env=env)).strip()

@@ -279,6 +279,8 @@ def _build(
         max_per_user=limits.max_per_user,
         idle_timeout=limits.idle_timeout,
         max_run_time=limits.max_run_time,
+        on_stop=config.agents.on_stop,
+        detach_timeout=config.agents.detach_timeout,
         dialog_timeout=limits.dialog_timeout,
         drain_timeout=limits.drain_timeout,
         dedupe_ttl=limits.dedupe_ttl,

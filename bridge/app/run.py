@@ -127,7 +127,9 @@ async def _console(
 
     adapter = ConsoleAdapter()
     try:
-        async with Bridge(adapter, store, _for_platform(options, "console")) as bridge:
+        # A terminal chat ends when its person leaves it: its agents end with it.
+        console = dataclasses.replace(_for_platform(options, "console"), on_stop="stop")
+        async with Bridge(adapter, store, console) as bridge:
             handler = metrics.counting("console", bridge)
             async with anyio.create_task_group() as tg:
 

@@ -43,6 +43,13 @@ class AgentSection(_Section):
     session_flags: bool = True
 
 
+class AgentsSection(_Section):
+    """`[agents]`: what becomes of running agents when the bridge stops or dies."""
+
+    on_stop: Literal["detach", "stop"] = "detach"  # detach: they run on, taken back at start
+    detach_timeout: float = Field(default=10 * 60, gt=0)  # alone this long: the agent ends
+
+
 class TelegramSection(_Section):
     """`[telegram]`: the fields of `TelegramSettings` (lists become sets), plus
     `TELEGRAM_ONLY`."""
@@ -191,6 +198,7 @@ class Config(BaseSettings):
     # through its agent: refused unless said on purpose.
     allow_everyone: bool = False
     agent: AgentSection = AgentSection()
+    agents: AgentsSection = AgentsSection()
     sandbox: SandboxSection = SandboxSection()
     telegram: TelegramSection | None = None
     slack: SlackSection | None = None

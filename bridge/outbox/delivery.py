@@ -30,7 +30,7 @@ from bridge.outbox.coalesce import absorb, catch_up
 from bridge.outbox.drafts import Drafts
 from bridge.outbox.lanes import Entry, Lane, is_routine, kind_of, slot_of
 from bridge.outbox.pacing import Budget, interval
-from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover
+from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover, replayed
 from bridge.outbox.runs import held
 from bridge.outbox.slots import SlotMap
 from bridge.outbox.stats import OutboxStats
@@ -280,7 +280,7 @@ class Outbox:
         """Resolve ops on slots without a message: an Edit becomes a Send, a Delete is
         dropped (False); a sealing Edit of a slot with a message needs no call (False).
         Safe at the head: nothing ahead can still place the slot."""
-        op = head.op
+        op = head.op = replayed(head.op, self._slots.get(head.key))
         if not isinstance(op, Edit | Delete):
             return True
         placed = self._slot_map(head.key).get(op.slot) is not None

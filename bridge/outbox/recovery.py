@@ -29,6 +29,7 @@ from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
     from bridge.model import Op, PlatformError, PlatformLimits
+    from bridge.outbox.slots import SlotMap
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +104,15 @@ def as_send(edit: Edit) -> Send:
         task=edit.task,
         run_over=edit.run_over,
     )
+
+
+def replayed(op: Op, slots: SlotMap | None) -> Op:
+    """A Send for a slot whose message an earlier bridge process posted (a run replayed
+    after a restart, bridge/reattach.py) as the Edit of that message: nothing is
+    posted twice. Not a draft or a stream's part any more: that message is a real one."""
+    if not isinstance(op, Send) or slots is None:
+        return op
+    placed = slots.get(op.slot)
+    if placed is None or not placed.adopted:
+        return op
+    return Edit(op.slot, op.text, plain=op.plain, markup=op.markup, buttons=op.buttons)

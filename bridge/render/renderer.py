@@ -31,7 +31,7 @@ from bridge.render.dialogs import Questions
 from bridge.render.notices import Notices
 from bridge.render.queued import QueueView
 from bridge.render.riders import Riders
-from bridge.render.status import Board, RunStatus
+from bridge.render.status import Board, Numbering, RunStatus
 from bridge.render.text import AssistantText
 from bridge.render.textbits import clip
 from bridge.render.tools import Tools, summarize
@@ -74,9 +74,8 @@ class Renderer:
         self._notices = Notices(self._ctx)
         self._run: RunStatus | None = None
         self._cut: RunStatus | None = None  # ended without agent_end: the agent died
-        self._runs = 0
+        self.counts = Numbering()  # runs and messages so far: they name their slots
         self._pickers = 0
-        self._messages = 0
         self._text: AssistantText | None = None
         self._loose_scope: str | None = None  # compact tool list outside any run
         self._reacting: str | None = None  # the user's message of a prompt not yet running
@@ -274,8 +273,8 @@ class Renderer:
             return []  # a repeated signal: a new run always follows a RunEnded
         self._end_loose_scope()
         self._cut = None
-        self._runs += 1
-        self._run = RunStatus.begin(self._runs, now, self._ctx.book)
+        self.counts.runs += 1
+        self._run = RunStatus.begin(self.counts.runs, now, self._ctx.book)
         self._tools.run = self._run.name
         self._run.message, self._reacting = self._reacting, None
         return self._run.opening(now)
@@ -321,11 +320,11 @@ class Renderer:
     # --- assistant text -------------------------------------------------------------------
 
     def _new_text(self) -> AssistantText:
-        self._messages += 1
+        self.counts.messages += 1
         live = self._run
         run = str(live.number) if live is not None else "-"
         name = live.name if live is not None else ""
-        self._text = AssistantText(self._ctx, f"text:{run}:{self._messages}", name)
+        self._text = AssistantText(self._ctx, f"text:{run}:{self.counts.messages}", name)
         return self._text
 
     def _finish_text(self, now: float) -> list[Op]:

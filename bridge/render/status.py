@@ -81,6 +81,16 @@ class Board:
 
 
 @dataclass
+class Numbering:
+    """How many runs and assistant messages a renderer has shown: their slots are named
+    after them ("status:3", "text:3:7"), so a renderer set back to the same counts
+    names a replayed run's messages as before (bridge/reattach.py)."""
+
+    runs: int = 0
+    messages: int = 0
+
+
+@dataclass
 class RunStatus:
     number: int
     started: float

@@ -148,11 +148,10 @@ class AgentClient:
     async def aclose(self) -> None:
         await self._finish()
 
-    async def detach(self) -> None:
-        """Close this client but leave the agent running under its host (a bridge
-        restart); the next client `reattach`es with `last_seq`."""
+    def detach(self) -> None:
+        """When this client closes, leave a hosted agent running instead of ending it
+        (a bridge restart); the next client `reattach`es with `link.last_seq`."""
         self._detaching = isinstance(self.link, HostLink)
-        await self._finish()
 
     async def _finish(self) -> None:
         tg, self._tg = self._tg, None

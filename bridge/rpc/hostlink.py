@@ -251,6 +251,10 @@ class HostLink:
         """Let the host go on alone; the agent keeps running."""
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await self._send(b"bye\n")
+            # The host hangs up: the reader ends on its own, with no receive left
+            # pending for the close to cut short.
+            with anyio.move_on_after(1):
+                await self._ended.wait()
         await self._stream.aclose()
 
 

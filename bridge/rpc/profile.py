@@ -58,3 +58,6 @@ def extension_commands(answer: Response) -> frozenset[str]:
     return frozenset(
         str(c.get("name")) for c in items if isinstance(c, dict) and c.get("source") == "extension"
     )
+
+
+PROFILES = {profile.name: profile for profile in (PI, EARENDIL, ATOMIC, LEGACY)}  # by name

@@ -38,6 +38,30 @@ class Checkout(BaseModel):
     base: str
 
 
+class HostRecord(BaseModel):
+    """A conversation's agent host (bridge/reattach.py): how to find it again, and how
+    far the chat shows what its agent wrote.
+
+    Records up to `applied` are shown in full; a restarted bridge asks for the ones
+    after it, through a renderer whose counters are set back to `runs` and `messages`
+    (so the replay names its messages as before), with the messages already posted
+    since (`slots`: slot → platform message id) adopted, so replaying edits them
+    instead of posting them again.
+    """
+
+    socket: str
+    pid: int
+    started: int  # the kernel's start time of `pid`: a reused pid is not the host
+    profile: str  # the agent's protocol profile, found at its start
+    chat_id: str
+    thread_id: str | None = None
+    is_group: bool = False
+    applied: int = 0
+    runs: int = 0
+    messages: int = 0
+    slots: dict[str, str] = Field(default_factory=dict)
+
+
 class ConversationRecord(BaseModel):
     """One chat conversation bound to an agent workspace and its session files."""
 
@@ -52,6 +76,7 @@ class ConversationRecord(BaseModel):
     # The project picked with /project: None follows the chat's binding, "" is none.
     project: str | None = None
     checkout: Checkout | None = None  # its worktree, once made: the agent's cwd
+    host: HostRecord | None = None  # its agent's host, while one holds it
     created_at: float
     last_active: float
 

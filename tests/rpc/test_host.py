@@ -21,6 +21,7 @@ import pytest
 
 from bridge.rpc import AgentClient, AgentExited, RunEnded
 from bridge.rpc.agenthost.buffer import Buffer, kind
+from bridge.rpc.agenthost.lines import DROPPED, Lines
 from bridge.rpc.events import AgentEnd, ToolExecutionEnd, ToolExecutionStart
 from bridge.rpc.hostlink import HostGone, HostLink, HostPlan, process_start
 from bridge.rpc.ui import SelectRequest
@@ -168,7 +169,7 @@ async def test_a_run_goes_on_while_the_client_is_away_and_the_rest_arrives_once(
         link = first.link
         assert isinstance(link, HostLink)
         address, seen, profile = link.address, link.last_seq, first.profile
-        await first.detach()
+        first.detach()
     assert not gone(address.pid), "the host went with its client"
     await anyio.sleep(4)  # the tool ends and the answer is written while nobody listens
     second = AgentClient(spec, profile=profile, reattach=(address, seen))
@@ -206,7 +207,7 @@ async def test_a_dialog_opened_while_away_is_there_to_answer_after_reattach(
         link = first.link
         assert isinstance(link, HostLink)
         address, profile = link.address, first.profile
-        await first.detach()
+        first.detach()
     second = AgentClient(spec, profile=profile, reattach=(address, 0))
     async with second, anyio.create_task_group() as tg:
         recorder = Recorder(second)
@@ -241,7 +242,7 @@ async def test_a_host_left_alone_finishes_the_run_then_ends_and_leaves_nothing(
         link = first.link
         assert isinstance(link, HostLink)
         address, keeper = link.address, link.pid
-        await first.detach()
+        first.detach()
     started = time.monotonic()
     await wait_gone(address.pid)
     assert marker.exists(), "the run was cut instead of finished"
@@ -286,8 +287,23 @@ async def test_a_sigterm_ends_a_detached_host_and_its_agent_at_once(
         link = first.link
         assert isinstance(link, HostLink)
         address, keeper = link.address, link.pid
-        await first.detach()
+        first.detach()
     os.kill(address.pid, signal.SIGTERM)  # what stopping every agent on purpose does
     await wait_gone(address.pid, within=15)
     assert gone(keeper)
     assert not await anyio.Path(address.socket).exists()
+
+
+@pytest.mark.parametrize(
+    ("chunks", "records"),
+    [
+        ([b'{"a":1}\n{"b":2}\n'], [b'{"a":1}', b'{"b":2}']),
+        ([b'{"a":', b"1}\r\n", b"\n\n"], [b'{"a":1}']),  # split, CRLF, blank lines
+        ([b"x" * 40, b"y\n", b"ok\n"], [b"dropped", b"ok"]),  # over the cap: skipped to LF
+        (["a\u2028b\n".encode()], ["a\u2028b".encode()]),  # U+2028 is content
+    ],
+)
+def test_the_host_splits_records_on_lf_only(chunks: list[bytes], records: list[bytes]) -> None:
+    lines = Lines(max_record=32)
+    found = [r for chunk in chunks for r in lines.feed(chunk)]
+    assert [b"dropped" if r == DROPPED else r for r in found] == records

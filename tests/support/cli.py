@@ -35,6 +35,9 @@ def cli_env(tmp_path: Path, home: AgentHome | None = None, **extra: str) -> dict
         "PYTHONPATH": str(REPO),
         "PI_BRIDGE_DATA_DIR": str(tmp_path / "data"),
         "PI_BRIDGE_LOG_LEVEL": "INFO",
+        # The bridge's agents end with it unless a test is about their outliving it
+        # (tests/test_reattach.py): what these tests assert about stopping holds then.
+        "PI_BRIDGE_ON_STOP": "stop",
     }
     if home is not None:
         env["PI_BRIDGE_AGENT_COMMAND"] = shlex.join(home.argv(DEFAULT_VERSION))

@@ -45,8 +45,9 @@ class Buffer:
         self._memory_cap = memory_cap
         self._total_cap = total_cap
 
-    def add(self, seq: int, record: bytes) -> None:
-        rank = DROPPABLE.get(kind(record), 0)
+    def add(self, seq: int, record: bytes, kind_of: bytes | None = None) -> None:
+        """Keep `record` (its `kind`, when the caller has it already)."""
+        rank = DROPPABLE.get(kind(record) if kind_of is None else kind_of, 0)
         self.entries.append(Entry(seq, rank, record, 0, len(record)))
         self.memory += len(record)
         self.total += len(record)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 if __package__:  # imported as bridge.rpc.agenthost.loop (tests, type checks)
     from bridge.rpc.agenthost.buffer import MEMORY_CAP, SPILL_CAP, Buffer, kind
+    from bridge.rpc.agenthost.lines import Lines
 else:  # run as the folder, isolated: its modules are top-level there
     from buffer import (  # type: ignore[import-not-found,no-redef]
         MEMORY_CAP,
@@ -21,11 +22,11 @@ else:  # run as the folder, isolated: its modules are top-level there
         Buffer,
         kind,
     )
+    from lines import Lines  # type: ignore[import-not-found,no-redef]
 
 VERSION = 1
 CHUNK = 1 << 16
 STDERR_TAIL = 8192
-MAX_RECORD = 64 << 20  # as the bridge's own reader (framing.DEFAULT_MAX_RECORD)
 CLIENT_BACKLOG = 4 << 20  # unsent bytes to a bridge before the agent's output waits
 STDIN_BACKLOG = 64 << 20
 STOP_GRACE = 3.0  # after closing stdin, before the keeper is told to end the agent
@@ -56,11 +57,13 @@ class Host:
         self.client: socket.socket | None = None
         self.client_in = bytearray()
         self.client_out = bytearray()
+        self.client_events = 0  # what the selector watches the bridge's socket for
+        self.reading = False  # whether the agent's stdout is watched
+        self.bound = 0  # the inode of our socket: a successor's at the same path is not ours
         self.greeted = False
         self.cursor = 0  # the last seq queued to the bridge
         self.stdin_out = bytearray()
-        self.partial = bytearray()
-        self.oversize = False
+        self.lines = Lines()
         self.stderr_tail = bytearray()
         self.open_pipes = 2  # the agent's stdout and stderr
         self.exit_code: int | None = None
@@ -84,6 +87,7 @@ class Host:
             # From inside its folder: a unix socket's path must fit in 108 bytes.
             os.chdir(os.path.dirname(os.path.abspath(self.args.socket)))
             self.listener.bind(os.path.basename(self.args.socket))
+            self.bound = os.stat(os.path.basename(self.args.socket)).st_ino
         finally:
             os.umask(old)
             os.chdir(here)
@@ -115,6 +119,7 @@ class Host:
         for fd in (stdin_w, stdout_r, stderr_r):
             os.set_blocking(fd, False)
         self.selector.register(stdout_r, selectors.EVENT_READ, "stdout")
+        self.reading = True  # the agent's stdout is watched (not while a bridge lags)
         self.selector.register(stderr_r, selectors.EVENT_READ, "stderr")
 
     # --- the loop ------------------------------------------------------------------
@@ -129,7 +134,8 @@ class Host:
         self._close_client()
         self.buffer.close()
         with contextlib.suppress(OSError):
-            os.unlink(self.args.socket)
+            if os.stat(self.args.socket).st_ino == self.bound:
+                os.unlink(self.args.socket)
         return 0  # the agent's own exit went to the bridge (`exit <code>`)
 
     def _finished(self) -> bool:
@@ -154,19 +160,11 @@ class Host:
         self.client, self.greeted, self.alone_since = conn, False, None
         self.expiring_since = None
         self.selector.register(conn, selectors.EVENT_READ, "client")
+        self.client_events = selectors.EVENT_READ
 
     def _on_client(self, mask: int) -> None:
         client = self.client
         assert client is not None
-        if mask & selectors.EVENT_WRITE and self.client_out:
-            try:
-                sent = client.send(self.client_out)
-            except BlockingIOError:
-                sent = 0
-            except OSError:
-                self._close_client()
-                return
-            del self.client_out[:sent]
         if mask & selectors.EVENT_READ:
             try:
                 data = client.recv(CHUNK)
@@ -180,7 +178,7 @@ class Host:
             if data:
                 self.client_in += data
                 self._commands()
-        self._want_client_writes()
+        self._want_client_writes()  # the socket may take more now (EVENT_WRITE)
 
     def _commands(self) -> None:
         while self.client is not None:
@@ -248,37 +246,18 @@ class Host:
             return
         if not chunk:
             self.selector.unregister(self.stdout)
+            self.reading = False
             os.close(self.stdout)
             self.stdout, self.open_pipes = -1, self.open_pipes - 1
             return
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                break
-            if self.oversize:
-                self.oversize = False
-            else:
-                self.partial += chunk[start:end]
-                self._record(bytes(self.partial))
-            self.partial.clear()
-            start = end + 1
-        if not self.oversize:
-            self.partial += chunk[start:]
-            if len(self.partial) > MAX_RECORD:
-                self.partial.clear()
-                self.oversize = True
-                self._record(b'{"type":"host_dropped","reason":"record over the size limit"}')
+        for record in self.lines.feed(chunk):
+            self._record(record)
         self._pace_stdout()
 
     def _record(self, record: bytes) -> None:
-        if record.endswith(b"\r"):
-            record = record[:-1]
-        if not record:
-            return
         self.seq += 1
-        self.buffer.add(self.seq, record)
         kind_of = kind(record)
+        self.buffer.add(self.seq, record, kind_of)
         if kind_of == b"agent_start":
             self.run_open = True
         elif kind_of == b"agent_end":
@@ -298,11 +277,12 @@ class Host:
         if self.stdout < 0:
             return
         behind = self.client is not None and len(self.client_out) > CLIENT_BACKLOG
-        registered = self.stdout in self.selector.get_map()
-        if behind and registered:
+        if behind and self.reading:
             self.selector.unregister(self.stdout)
-        elif not behind and not registered:
+            self.reading = False
+        elif not behind and not self.reading:
             self.selector.register(self.stdout, selectors.EVENT_READ, "stdout")
+            self.reading = True
 
     def _on_stderr(self, _mask: int) -> None:
         try:
@@ -342,10 +322,23 @@ class Host:
         self._pace_stdout()
 
     def _want_client_writes(self) -> None:
-        if self.client is None:
+        """Send what can go at once; wait for the socket to take more only if it must
+        (one `select` turn and no selector change per record in the common case)."""
+        client = self.client
+        if client is None:
             return
+        if self.client_out:
+            try:
+                del self.client_out[: client.send(self.client_out)]
+            except BlockingIOError:
+                pass
+            except OSError:
+                self._close_client()
+                return
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.client_out else 0)
-        self.selector.modify(self.client, events, "client")
+        if events != self.client_events:
+            self.client_events = events
+            self.selector.modify(client, events, "client")
 
     def _close_client(self) -> None:
         client, self.client = self.client, None
