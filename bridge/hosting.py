@@ -108,6 +108,11 @@ class Hosting:
             self.s.outbox.adopt(self._host.key, slot, MessageRef(self._host.chat, message_id))
         return address_of(record), record.applied, PROFILES.get(record.profile, PROFILES["pi"])
 
+    def posted(self, op: Op) -> bool:
+        """Whether `op` posts what a message from before a restart already shows."""
+        record = self._record
+        return record is not None and isinstance(op, Upload) and op.slot in record.slots
+
     async def started(self, agent: AgentClient) -> None:
         """An agent is up: a new host is recorded (a reattached one is already)."""
         link = agent.link

@@ -292,11 +292,11 @@ class AgentLife:
             tg.cancel_scope.cancel()
 
     async def _send_files(self, agent: AgentClient, event: AgentEvent) -> None:
-        sent = await self._sent.seen(event, agent.spec.cwd, self.s.tokens)
+        sent = await self._sent.seen(event, agent.spec.cwd)
         if isinstance(sent, str):
             self._host.submit(self._host.renderer.notice(sent))
-        else:
-            self._host.submit(sent)
+        else:  # a file posted before a restart is not posted again by its replay
+            self._host.submit([op for op in sent if not self.hosting.posted(op)])
 
     async def _ticker(self, agent: AgentClient) -> None:
         while True:

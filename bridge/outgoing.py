@@ -17,7 +17,6 @@ from bridge.model import Upload
 from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
     from bridge.model import Op
@@ -33,7 +32,7 @@ class SentFiles:
     def __init__(self) -> None:
         self._asked: dict[str, tuple[str, str]] = {}  # toolCallId → (path, caption)
 
-    async def seen(self, event: AgentEvent, cwd: Path, token: Callable[[], str]) -> list[Op] | str:
+    async def seen(self, event: AgentEvent, cwd: Path) -> list[Op] | str:
         """The upload a finished call makes, a refusal to tell, or nothing ([])."""
         match event:
             case ToolExecutionStart(toolName="send_file", args=dict() as args):
@@ -46,13 +45,14 @@ class SentFiles:
             case ToolExecutionEnd(toolName="send_file"):
                 asked = self._asked.pop(event.toolCallId, None)
                 if asked is not None and not event.isError:
-                    return await _upload(cwd, *asked, token)
+                    return await _upload(cwd, *asked, event.toolCallId)
         return []
 
 
-async def _upload(cwd: Path, name: str, caption: str, token: Callable[[], str]) -> list[Op] | str:
+async def _upload(cwd: Path, name: str, caption: str, call: str) -> list[Op] | str:
     try:
         path, content = await workspace_file(cwd, name, OUTSIDE)
     except ExportRefused as refused:
         return str(refused)
-    return [Upload(f"sent:{token()}", path.name, content, caption=caption or path.as_posix())]
+    # Named after the call: a replay after a restart knows the file went out (hosting.py).
+    return [Upload(f"sent:{call}", path.name, content, caption=caption or path.as_posix())]

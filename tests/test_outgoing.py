@@ -33,10 +33,6 @@ def end(call: str = "c1", *, error: bool = False) -> ToolExecutionEnd:
     )
 
 
-def token() -> str:
-    return "t1"
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
@@ -50,11 +46,11 @@ def workspace(tmp_path: Path) -> Path:
 
 async def test_a_finished_call_posts_the_file_once_with_its_caption(workspace: Path) -> None:
     sent = SentFiles()
-    assert await sent.seen(start("out/report.txt", caption="Here."), workspace, token) == []
-    assert await sent.seen(end(), workspace, token) == [
-        Upload("sent:t1", "report.txt", b"REPORT", caption="Here.")
+    assert await sent.seen(start("out/report.txt", caption="Here."), workspace) == []
+    assert await sent.seen(end(), workspace) == [
+        Upload("sent:c1", "report.txt", b"REPORT", caption="Here.")  # named after the call
     ]
-    assert await sent.seen(end(), workspace, token) == []  # ended once: nothing more
+    assert await sent.seen(end(), workspace) == []  # ended once: nothing more
 
 
 @pytest.mark.parametrize(
@@ -66,14 +62,14 @@ async def test_nothing_outside_the_workspace_or_not_a_file_is_posted(
     workspace: Path, path: str
 ) -> None:
     sent = SentFiles()
-    await sent.seen(start(path), workspace, token)
-    told = await sent.seen(end(), workspace, token)
+    await sent.seen(start(path), workspace)
+    told = await sent.seen(end(), workspace)
     assert told == OUTSIDE
 
 
 async def test_a_call_that_failed_or_another_tool_posts_nothing(workspace: Path) -> None:
     sent = SentFiles()
-    await sent.seen(start("out/report.txt"), workspace, token)
-    assert await sent.seen(end(error=True), workspace, token) == []
+    await sent.seen(start("out/report.txt"), workspace)
+    assert await sent.seen(end(error=True), workspace) == []
     other = ToolExecutionEnd(type="tool_execution_end", toolCallId="c2", toolName="read")
-    assert await sent.seen(other, workspace, token) == []
+    assert await sent.seen(other, workspace) == []

@@ -16,7 +16,7 @@ import sys
 import anyio
 
 from bridge.app.check import check, say
-from bridge.app.config import ConfigError, load_config
+from bridge.app.config import ConfigError, Loaded, load_config
 from bridge.app.run import PlatformFailed, one_line, serve
 from bridge.logs import RedactedStream, redactor, setup_logging
 
@@ -59,6 +59,14 @@ def parser() -> argparse.ArgumentParser:
         description="One line per check (✓ or ✗); exits 1 if any check fails.",
     )
     sub.add_parser(
+        "stop-agents",
+        help="end every agent left running under its host by a stopped bridge",
+        description=(
+            'With [agents] on_stop = "detach", agents outlive a stopped bridge until it '
+            "starts again; this ends them on purpose (each host's agent is stopped in order)."
+        ),
+    )
+    sub.add_parser(
         "console",
         help="chat with the agent in this terminal (Ctrl-D quits)",
         description="The terminal chat, through the same router, renderer and outbox.",
@@ -94,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             failed = anyio.run(check, loaded, out)
             return 1 if failed else 0
+        if args.command == "stop-agents":
+            stopped = anyio.run(_stop_agents, loaded)
+            print(f"stopped {stopped} agent(s) left running", file=out)
+            return 0
         return anyio.run(lambda: serve(loaded, console=console))
     except KeyboardInterrupt:  # before the signal receiver was installed
         return 130
@@ -103,6 +115,17 @@ def main(argv: list[str] | None = None) -> int:
         log.debug("stopped by an error", exc_info=True)
         print(f"pi-bridge: {_describe(exc)}", file=err)
         return 1
+
+
+async def _stop_agents(loaded: Loaded) -> int:
+    from bridge.hosting import stop_all
+    from bridge.store import open_store
+
+    store = await open_store(loaded.config.store, loaded.options.data_dir)
+    try:
+        return await stop_all(store)
+    finally:
+        await store.aclose()
 
 
 def _describe(exc: BaseException) -> str:

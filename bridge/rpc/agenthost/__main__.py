@@ -7,9 +7,11 @@ import signal
 import sys
 
 if __package__:  # imported as bridge.rpc.agenthost.__main__ (tests, type checks)
-    from bridge.rpc.agenthost.loop import Args, Host
+    from bridge.rpc.agenthost.loop import Host
+    from bridge.rpc.agenthost.settings import Args
 else:  # run as the folder, isolated: its modules are top-level there
-    from loop import Args, Host  # type: ignore[import-not-found,no-redef]
+    from loop import Host  # type: ignore[import-not-found,no-redef]
+    from settings import Args  # type: ignore[import-not-found,no-redef]
 
 
 def parse(argv: list[str]) -> Args:

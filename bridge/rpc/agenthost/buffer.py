@@ -17,7 +17,7 @@ _TYPE = re.compile(rb'^\{\s*"type"\s*:\s*"([a-z_]+)"')
 
 
 def kind(record: bytes) -> bytes:
-    found = _TYPE.match(record[:80])
+    found = _TYPE.match(record, 0, 80)  # no copy of the record's start
     return found.group(1) if found else b""
 
 

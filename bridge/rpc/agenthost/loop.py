@@ -10,19 +10,17 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 if __package__:  # imported as bridge.rpc.agenthost.loop (tests, type checks)
-    from bridge.rpc.agenthost.buffer import MEMORY_CAP, SPILL_CAP, Buffer, kind
+    from bridge.rpc.agenthost.buffer import Buffer, kind
     from bridge.rpc.agenthost.lines import Lines
 else:  # run as the folder, isolated: its modules are top-level there
-    from buffer import (  # type: ignore[import-not-found,no-redef]
-        MEMORY_CAP,
-        SPILL_CAP,
-        Buffer,
-        kind,
-    )
+    from buffer import Buffer, kind  # type: ignore[import-not-found,no-redef]
     from lines import Lines  # type: ignore[import-not-found,no-redef]
+
+if TYPE_CHECKING:
+    from bridge.rpc.agenthost.settings import Args
 
 VERSION = 1
 CHUNK = 1 << 16
@@ -31,19 +29,9 @@ CLIENT_BACKLOG = 4 << 20  # unsent bytes to a bridge before the agent's output w
 STDIN_BACKLOG = 64 << 20
 STOP_GRACE = 3.0  # after closing stdin, before the keeper is told to end the agent
 TICK = 0.5
+LINGER = 0.001  # seconds: what the bridge waits longer for a record, at most
 _OPENS_DIALOG = b"extension_ui_request"
 _DIALOG_METHODS = {"select", "confirm", "input", "editor"}
-
-
-@dataclass
-class Args:
-    socket: str
-    spill: str
-    command: list[str]
-    detach_timeout: float = 600.0
-    run_limit: float = 7200.0
-    memory_cap: int = MEMORY_CAP
-    total_cap: int = SPILL_CAP
 
 
 class Host:
@@ -240,10 +228,17 @@ class Host:
             self.selector.register(self.stdin, events, "stdin")
 
     def _on_stdout(self, _mask: int) -> None:
+        chunk = b""
         try:
             chunk = os.read(self.stdout, CHUNK)
+            if 0 < len(chunk) < CHUNK // 4 and self.client is not None:
+                # A trickle: let more of it come, then handle it in one turn, so a fast
+                # stream costs a few wake-ups and sends a millisecond, not one a record.
+                time.sleep(LINGER)
+                chunk += os.read(self.stdout, CHUNK)
         except BlockingIOError:
-            return
+            if not chunk:
+                return
         if not chunk:
             self.selector.unregister(self.stdout)
             self.reading = False

@@ -74,12 +74,14 @@ async def slack_bridge(
     transport: str = "socket",
     store_failures: int = 0,
     stream: bool = True,
+    on: FakeSlack | None = None,
     **overrides: object,
 ) -> AsyncIterator[FakeSlack]:
     """The fake Slack with the whole bridge on it; the store's first `store_failures`
     checks of a delivery id fail (tests/support/flaky_store.py); `stream=False`:
-    answers are posted and edited (`[slack] streaming = "edit"`); `overrides`: more
-    of the bridge's options."""
+    answers are posted and edited (`[slack] streaming = "edit"`); `on`: a fake
+    already running (a bridge restart keeps Slack's messages); `overrides`: more of
+    the bridge's options."""
     fields: dict[str, object] = {
         "allowed_users": frozenset({ALICE, BOB, LEADS}),
         "approvers": frozenset({LEADS}),
@@ -90,7 +92,11 @@ async def slack_bridge(
     port = free_port()
     events_url = f"http://127.0.0.1:{port}/slack/events" if transport == "http" else ""
     try:
-        async with FakeSlack(events_url=events_url, usergroups={LEADS: [CAROL]}) as slack:
+        async with contextlib.AsyncExitStack() as stack:
+            slack = on
+            if slack is None:
+                fresh = FakeSlack(events_url=events_url, usergroups={LEADS: [CAROL]})
+                slack = await stack.enter_async_context(fresh)
             settings = SlackSettings(
                 bot_token=slack.bot_token,
                 api_base_url=slack.base_url,
