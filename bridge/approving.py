@@ -137,9 +137,9 @@ class Approvals:
         self._host.submit(self._host.renderer.questions.open_approval(request.id, text, choices))
         if whole:
             name = f"{Path(ask.path).name or 'change'}.diff"
-            self._host.submit(
-                [Upload(f"diff:{request.id}", name, whole.encode(), "the whole diff")]
-            )
+            upload = Upload(f"diff:{request.id}", name, whole.encode(), "the whole diff")
+            if not self._host.life.hosting.posted(upload):  # not twice across a restart
+                self._host.submit([upload])
         await self._host.dialogs.opened(request, now, [c.chat_id for c in copies.values()])
         self._changed(now)
         return True
