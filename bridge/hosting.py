@@ -97,13 +97,18 @@ class Hosting:
         record = self._host.record
         return record.host if record is not None else None
 
-    def prepare(self) -> Reattach | None:
-        """Before a reattach: the renderer set back, the messages shown since adopted,
-        and what to reattach to (None: no host, or it is gone)."""
+    async def prepare(self) -> Reattach | None:
+        """Before a reattach: the renderer set back (its live run's clock too), the
+        messages shown since adopted, and what to reattach to (None: no host, or it
+        is gone)."""
         record = self._record
         if record is None or not alive(record):
             return None
-        self._host.renderer.counts = Numbering(record.runs, record.messages)
+        key = self._host.key
+        live = [r.started_at for r in await self.s.store.live_runs() if r.key == key]
+        # The store's times are wall-clock; the renderer's are monotonic.
+        began = self.s.clock() - (self.s.wall() - live[0]) if live else None
+        self._host.renderer.counts = Numbering(record.runs, record.messages, began)
         for slot, message_id in record.slots.items():
             self.s.outbox.adopt(self._host.key, slot, MessageRef(self._host.chat, message_id))
         return address_of(record), record.applied, PROFILES.get(record.profile, PROFILES["pi"])

@@ -117,7 +117,7 @@ class AgentLife:
     async def reattach(self, tg: TaskGroup) -> bool:
         """Take back the agent an earlier bridge left under its host; False when there
         is none to take (it is gone, and its record with it)."""
-        plan = self.hosting.prepare()
+        plan = await self.hosting.prepare()
         if plan is None:
             await self.hosting.gone()
             return False

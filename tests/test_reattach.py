@@ -9,6 +9,7 @@ One recording platform lives across both bridges, as a chat outlives a restart.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import TYPE_CHECKING
 
 import anyio
@@ -86,6 +87,10 @@ async def test_a_drained_bridge_leaves_the_run_going_and_the_next_one_shows_its_
     assert "interrupted" not in text
     done = [m for m in adapter.messages.values() if "✅ done" in m.text]
     assert len(done) == 1, "the run's end went to a new status message"
+    # The run's time counts from its start, before the restart (its tool slept 4 s).
+    took = re.search(r"✅ done · ([\d.]+) s", done[0].text)
+    assert took is not None, done[0].text
+    assert float(took.group(1)) >= 4
     assert "late" in text
 
 

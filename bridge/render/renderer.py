@@ -274,7 +274,7 @@ class Renderer:
         self._end_loose_scope()
         self._cut = None
         self.counts.runs += 1
-        self._run = RunStatus.begin(self.counts.runs, now, self._ctx.book)
+        self._run = RunStatus.begin(self.counts.runs, self.counts.run_began(now), self._ctx.book)
         self._tools.run = self._run.name
         self._run.message, self._reacting = self._reacting, None
         return self._run.opening(now)

@@ -88,6 +88,12 @@ class Numbering:
 
     runs: int = 0
     messages: int = 0
+    started: float | None = None  # when a run taken back after a restart really began
+
+    def run_began(self, now: float) -> float:
+        """When the run starting `now` began: `now`, unless it is one taken back."""
+        started, self.started = self.started, None
+        return now if started is None else min(started, now)
 
 
 @dataclass
