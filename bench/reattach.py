@@ -1,45 +1,30 @@
 """Agent hosts (issue 17): what relaying through a host costs, and how fast 50 reattach.
 
-Stand-in agents (`bench/standin_stream_agent.py`, separate processes that speak the pi
-RPC protocol and stream scripted answers at a set rate) driven by `AgentClient`s
-directly, without a `Bridge`: this is the rpc layer's part of the figures. Two
-measurements in one run:
+Stand-in agents (`bench/standin_stream_agent.py`: processes that speak the pi RPC
+protocol and stream scripted answers at a set rate). Three measurements (details and
+figures in docs/performance.md, "Agent hosts (reattach)"):
 
-1. **relay**: CPU per agent record on the bridge's side, the agent a plain child
-   process (its stdout a pipe to the bridge, `ProcessLink`) against the agent under a
-   host (`AgentClient(spec, host=HostPlan(...))`: the agent's stdout is a pipe to the
-   host, which numbers each record and copies it to the bridge over a unix socket).
-   One agent streams 20,000 deltas of 4 characters (`message_update` records of 258
-   bytes) at 20,000/s, about as fast as the client decodes them; the consumer reads
-   `client.events` until `RunEnded`. Counted from the prompt to `RunEnded`: this
-   process's CPU (`time.process_time`, all its threads) plus, with a host, the host's
-   (utime + stime of `/proc/<host pid>/stat`, read before the client closes). The
-   keeper (`reaper.py`) is in both paths alike and not counted: it hands the agent its
-   pipes and moves no bytes itself. The agent's start-up (the profile detection) is
-   not counted either. Records: `records_per_run(deltas)` (every line the agent
-   writes for the run, the prompt's response included). The two variants alternate,
-   3 runs each; the medians are printed and their ratio host/direct (goal: at most
-   1.2). The cost per record depends on how many records each wake-up brings: at a
-   lower `--rate` each brings one, which costs more per record on both paths.
-2. **reattach**: 50 stand-ins under hosts, each streaming 20 deltas/s; all 50 clients
-   detach (`client.detach()`, then close), 1 s passes, then all 50 reattach at once
-   (`AgentClient(spec, profile=..., reattach=(address, last_seq))`, entered
-   concurrently in one task group). Timed from the start of reattaching to each
-   client's first event, and to its catching up: receiving the last delta its agent
-   had written before the reattaching started (the stand-ins run with `marks=1`: each
-   delta is its marker `d<n>`, and each agent writes the monotonic time of every
-   delta to a stamps file of its own when its run ends). Prints p50 and max of both
-   and the time until all 50 have had their first event (goal for the whole bridge:
-   under 2 s, of which this is the rpc part). Closing the clients then ends agents
-   and hosts (`aclose`).
+1. **relay**: CPU per agent record on the bridge's side (this process, plus the host's
+   utime + stime from /proc), one stand-in driven by an `AgentClient` streaming 20,000
+   deltas at 20,000/s until `RunEnded`, as a plain child (`ProcessLink`) against under a
+   host (`HostPlan`). The keeper is in both paths and moves no bytes: not counted. The
+   variants alternate, 3 runs each; medians and their ratio host/direct (goal ≤ 1.2).
+2. **reattach** (rpc level, no `Bridge`): 50 stand-ins under hosts, 20 deltas/s each;
+   all 50 clients detach, 1 s passes, all 50 reattach at once
+   (`AgentClient(..., reattach=(address, last_seq))`). Timed from the start of
+   reattaching to each client's first event and to its catching up (receiving the last
+   delta its agent wrote before reattaching; `marks=1` stamps every delta).
+3. **bridge**: the same through a whole `Bridge` with `on_stop="detach"`: 50
+   conversations stream, the bridge detaches, 1 s later a new one takes them back;
+   timed to each chat's first platform call. See `bench/reattach_bridge.py`.
 
-No host or stand-in is left behind, even on an error: every client is closed, and as
-a last resort each host this run started (its socket in this run's temporary folder)
-gets SIGTERM, which ends its agent in order.
+No host or stand-in is left behind, even on an error: every client is closed, each
+host this run started (its socket in this run's temporary folder) gets SIGTERM if still
+there, and part 3 checks for every process naming its own temporary folder.
 
 Run from the repository root: `.venv/bin/python -m bench.reattach` (or
 `.venv/bin/python bench/reattach.py`) `[--deltas N] [--rate R] [--runs N]
-[--agents N] [--stream-rate R] [--away S] [--lead S] [--only relay,reattach]`.
+[--agents N] [--stream-rate R] [--away S] [--lead S] [--only relay,reattach,bridge]`.
 """
 
 from __future__ import annotations
@@ -65,6 +50,7 @@ if __package__ in (None, ""):
     # Run as a script: measure this checkout's `bridge`, not some installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.reattach_bridge import measure_bridge, percentile
 from bench.standin_stream_agent import MARK, read_emits, records_per_run
 from bridge.rpc import AgentClient, AgentSpec, RunEnded
 from bridge.rpc.events import MessageUpdate
@@ -90,12 +76,6 @@ def cpu_of(pid: int) -> float:
     stat = Path(f"/proc/{pid}/stat").read_text("utf-8", "replace")
     fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is field 3 (state)
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile: the smallest value with at least q% of values ≤ it."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
 class Hosts:
@@ -246,7 +226,7 @@ async def start_and_detach(
     deltas: int,
     rate: float,
     started: list[Agent],
-    all_started: anyio.Event,
+    ready: anyio.Event,
     total: int,
 ) -> None:
     async with limiter:
@@ -259,8 +239,8 @@ async def start_and_detach(
             await client.prompt(f"bench id=a{agent.index} deltas={deltas} rate={rate:g} marks=1")
             started.append(agent)
             if len(started) == total:
-                all_started.set()
-            await all_started.wait()
+                ready.set()
+            await ready.wait()
             tg.cancel_scope.cancel()
         client.detach()  # closing now leaves the agent running under its host
         await client.aclose()
@@ -299,21 +279,13 @@ async def measure_reattach(
         agents.append(Agent(i, spec, stamps, folder / f"h{i}.sock"))
     limiter = anyio.CapacityLimiter(START_LIMIT)
     started: list[Agent] = []
-    all_started = anyio.Event()
+    ready = anyio.Event()
     setup0 = time.monotonic()
     with anyio.fail_after(WAIT):
         async with anyio.create_task_group() as tg:
             for agent in agents:
                 tg.start_soon(
-                    start_and_detach,
-                    agent,
-                    hosts,
-                    limiter,
-                    deltas,
-                    rate,
-                    started,
-                    all_started,
-                    count,
+                    start_and_detach, agent, hosts, limiter, deltas, rate, started, ready, count
                 )
     setup = time.monotonic() - setup0
     await anyio.sleep(away)
@@ -321,7 +293,7 @@ async def measure_reattach(
     # event, then close together. When each caught up is known only afterwards: from the
     # stamps its agent writes when its run ends.
     done = anyio.Event()
-    load = os.getloadavg()[0]
+    load = " ".join(f"{n:.2f}" for n in os.getloadavg())
     t0 = time.monotonic()
     try:
         with anyio.fail_after(WAIT):
@@ -351,7 +323,7 @@ async def measure_reattach(
     ms = 1000
     print(
         f"   setup: {count} hosts started and prompted in {setup:.1f} s; load average "
-        f"{load:.2f} when reattaching; closing all took {closed:.1f} s",
+        f"{load} when reattaching; closing all took {closed:.1f} s",
     )
     print(
         f"   first event after reattaching: min {min(firsts) * ms:.0f} ms, "
@@ -374,7 +346,7 @@ async def measure_reattach(
 
 # --- main ------------------------------------------------------------------------------
 
-PHASES = ("relay", "reattach")
+PHASES = ("relay", "reattach", "bridge")
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -383,10 +355,8 @@ async def run(args: argparse.Namespace) -> None:
         if phase not in PHASES:
             raise SystemExit(f"unknown phase {phase!r}; choose from {', '.join(PHASES)}")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(
-        f"python {platform.python_version()}, cpus {cpus}, {platform.machine()}, "
-        f"load average {os.getloadavg()[0]:.2f}"
-    )
+    load = " ".join(f"{n:.2f}" for n in os.getloadavg())
+    print(f"python {platform.python_version()}, cpus {cpus}, {platform.machine()}, load {load}")
     # A short folder: a unix socket's path must fit in 108 bytes.
     with tempfile.TemporaryDirectory(prefix="rb-", dir="/tmp") as tmp:
         folder = Path(tmp)
@@ -403,6 +373,8 @@ async def run(args: argparse.Namespace) -> None:
                 left = await hosts.end()
             if left:
                 print(f"   (ended {len(left)} hosts left running: {left})")
+    if "bridge" in phases:
+        await measure_bridge(args.agents, args.stream_rate, args.away, args.lead)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -411,14 +383,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--deltas", type=int, default=20000, help="relay: deltas per run")
     parser.add_argument("--rate", type=float, default=20000.0, help="relay: deltas per second")
     parser.add_argument("--runs", type=int, default=3, help="relay: runs of each variant")
-    parser.add_argument("--agents", type=int, default=50, help="reattach: agents")
-    parser.add_argument(
-        "--stream-rate", type=float, default=20.0, help="reattach: deltas per second each"
-    )
-    parser.add_argument("--away", type=float, default=1.0, help="reattach: seconds detached")
-    parser.add_argument(
-        "--lead", type=float, default=1.0, help="reattach: seconds attached after all have one"
-    )
+    # These four are for both reattach and bridge.
+    parser.add_argument("--agents", type=int, default=50, help="agents")
+    parser.add_argument("--stream-rate", type=float, default=20.0, help="deltas/s each")
+    parser.add_argument("--away", type=float, default=1.0, help="seconds detached")
+    parser.add_argument("--lead", type=float, default=1.0, help="s attached after all have one")
     anyio.run(run, parser.parse_args(argv))
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SETTLE_POLL = 0.1
+STREAM = "stream:"  # a recorded slot naming the message of a run's Slack stream
 SETTLE_LIMIT = 60.0  # for a run's last messages to go out before it counts as shown
 Reattach = tuple[HostAddress, int, "Profile"]  # the host, the last seq applied, the profile
 
@@ -109,7 +110,7 @@ class Hosting:
         # The store's times are wall-clock; the renderer's are monotonic.
         began = self.s.clock() - (self.s.wall() - live[0]) if live else None
         self._host.renderer.counts = Numbering(record.runs, record.messages, began)
-        for slot, message_id in record.slots.items():
+        for slot, message_id in (await self._end_streams(record)).items():
             self.s.outbox.adopt(self._host.key, slot, MessageRef(self._host.chat, message_id))
         return address_of(record), record.applied, PROFILES.get(record.profile, PROFILES["pi"])
 
@@ -144,11 +145,32 @@ class Hosting:
         """An outbox observer: a message posted for this conversation is remembered
         until its run counts as shown, so a replay edits it rather than post it again."""
         record = self._record
+        stream = self.s.outbox.streams.run_of(self._host.key)
+        if record is not None and stream is not None:  # a Slack stream holds the run
+            slot = f"{STREAM}{stream.run}"
+            if record.slots.get(slot) != stream.ref.message_id:
+                await self._update(slots={**record.slots, slot: stream.ref.message_id})
+                record = self._record
         if record is None or ref is None or not isinstance(op, Send | Upload):
             return
         if record.slots.get(op.slot) == ref.message_id:
             return
         await self._update(slots={**record.slots, op.slot: ref.message_id})
+
+    async def _end_streams(self, record: HostRecord) -> dict[str, str]:
+        """Stop the streams an earlier bridge left open (their run goes on in a new
+        one, as it is replayed) and clear the thread's status line; the other slots."""
+        stop = getattr(self.s.adapter, "stop_stream", None)
+        status = getattr(self.s.adapter, "set_status", None)
+        chat = self._host.chat
+        for slot, message_id in record.slots.items():
+            if slot.startswith(STREAM) and stop is not None:
+                with contextlib.suppress(Exception):  # gone, or refused: nothing to stop
+                    await stop(MessageRef(chat, message_id), "")
+                if status is not None:
+                    with contextlib.suppress(Exception):
+                        await status(chat, "")
+        return {k: v for k, v in record.slots.items() if not k.startswith(STREAM)}
 
     def run_ended(self, agent: AgentClient, tg: TaskGroup) -> None:
         """A run ended: once what it showed is delivered, it counts as shown."""

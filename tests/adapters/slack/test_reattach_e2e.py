@@ -76,3 +76,5 @@ async def test_a_thread_goes_on_across_a_restart_with_its_answer_shown_once(
         assert len(answers) == 1
         done = [m for m in slack.messages.values() if not m.deleted and "✅ done" in m.visible]
         assert done == [status]
+        # A stream the first bridge left open is stopped, not left "in progress".
+        assert not [m for m in slack.messages.values() if m.streaming]
