@@ -389,7 +389,7 @@ class Conversation:
         await self.save(settings=settings)
 
     def submit(self, ops: Sequence[Op]) -> None:
-        if ops:
+        if ops := self.life.hosting.held(ops):  # a replay's go out once it caught up
             self.s.outbox.submit(self.key, self.chat, ops)
             self.approvals.mirror(ops)
 

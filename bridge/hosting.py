@@ -25,13 +25,15 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from bridge.model import MessageRef, Send, Upload
+from bridge.model import AnswerPress, MessageRef, Send, Upload
 from bridge.render.status import Numbering
 from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan, process_start, remove_stale
 from bridge.rpc.profile import PROFILES
 from bridge.store.records import HostRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from anyio.abc import TaskGroup
 
     from bridge.model import ChatRef, Op
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SETTLE_POLL = 0.1
+HOLD_LIMIT = 5.0  # seconds a replay's ops may be held before they go out anyway
 STREAM = "stream:"  # a recorded slot naming the message of a run's Slack stream
 SETTLE_LIMIT = 60.0  # for a run's last messages to go out before it counts as shown
 Reattach = tuple[HostAddress, int, "Profile"]  # the host, the last seq applied, the profile
@@ -86,12 +89,19 @@ class Host(Protocol):
 
     async def save(self, **changes: object) -> None: ...
 
+    def submit(self, ops: Sequence[Op]) -> None: ...
+
 
 class Hosting:
     def __init__(self, host: Host, services: Services) -> None:
         self._host = host
         self.s = services
         self.plan = host_plan(services.options, host.key)  # None: agents are children
+        # The chat ops of a replay, held until it has caught up with what the agent
+        # wrote meanwhile, then sent at once: the outbox merges each message's edits
+        # into one, so an answer is not shown going back to its start and growing again.
+        self._held: list[Op] | None = None
+        self._held_since = 0.0
 
     @property
     def _record(self) -> HostRecord | None:
@@ -110,9 +120,35 @@ class Hosting:
         # The store's times are wall-clock; the renderer's are monotonic.
         began = self.s.clock() - (self.s.wall() - live[0]) if live else None
         self._host.renderer.counts = Numbering(record.runs, record.messages, began)
+        self._held, self._held_since = [], self.s.clock()
         for slot, message_id in (await self._end_streams(record)).items():
             self.s.outbox.adopt(self._host.key, slot, MessageRef(self._host.chat, message_id))
         return address_of(record), record.applied, PROFILES.get(record.profile, PROFILES["pi"])
+
+    def held(self, ops: Sequence[Op]) -> Sequence[Op]:
+        """Of `ops`, those to send now: all, unless a replay is on (a press is
+        answered at once even then)."""
+        if self._held is None:
+            return ops
+        self._held += [op for op in ops if not isinstance(op, AnswerPress)]
+        return [op for op in ops if isinstance(op, AnswerPress)]
+
+    def caught_up(self, agent: AgentClient) -> None:
+        """After each record: once the replay has reached what the host had when the
+        bridge came back (or has taken too long), its held ops go out."""
+        link = agent.link
+        if self._held is None:
+            return
+        # The reader may be ahead of what is rendered: caught up once nothing waits.
+        waiting = agent.events.statistics().current_buffer_used
+        done = not isinstance(link, HostLink) or (link.last_seq >= link.replay_end and not waiting)
+        if done or self.s.clock() - self._held_since > HOLD_LIMIT:
+            self._release()
+
+    def _release(self) -> None:
+        ops, self._held = self._held, None
+        if ops:
+            self._host.submit(ops)
 
     def posted(self, op: Op) -> bool:
         """Whether `op` posts what a message from before a restart already shows."""
@@ -195,6 +231,7 @@ class Hosting:
 
     async def gone(self) -> None:
         """The agent ended for good: nothing is left to reattach to."""
+        self._release()  # what a replay showed so far is shown
         record = self._record
         if record is not None:
             remove_stale(address_of(record))

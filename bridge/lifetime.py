@@ -264,6 +264,7 @@ class AgentLife:
                 async with client as agent:
                     self.agent = agent
                     await self.hosting.started(agent)
+                    self.hosting.caught_up(agent)  # nothing to replay: nothing held
                     await self.adopt_session(agent)
                     task_status.started(agent)
                     await self._pump(agent)
@@ -287,6 +288,7 @@ class AgentLife:
                         await self.hosting.gone()
                     await self._host.on_event(agent, event, self.s.clock())
                     await self._send_files(agent, event)
+                    self.hosting.caught_up(agent)
                 except Exception:
                     log.exception("conversation %s: event handling failed", self._host.key)
             tg.cancel_scope.cancel()

@@ -155,6 +155,7 @@ class HostLink:
         self._ended = anyio.Event()
         self._keeper = 0
         self.oldest = 0  # the oldest record the host still had when we connected
+        self.replay_end = 0
         self._last_seq = after
         self._returncode: int | None = None
         self._stderr = ""
@@ -170,6 +171,7 @@ class HostLink:
         if len(words) != 6 or words[0] != b"pi-host":
             raise HostGone(f"not an agent host at {self.address.socket}")
         self._keeper, self.oldest = int(words[3]), int(words[4])
+        self.replay_end = int(words[5]) - 1  # the last record written before we came
 
     @property
     def pid(self) -> int:
