@@ -9,7 +9,6 @@ from the fake's messages and uploads.
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +19,7 @@ from tests.adapters.slack.test_e2e import WAIT, action_id, find, slack_bridge, u
 from tests.conftest import require_agent
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_slack import CHANNEL, TEAM
+from tests.support.gitrepo import git, make_repo
 from tests.support.journeys import tool_results
 
 if TYPE_CHECKING:
@@ -33,25 +33,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 
 VERSION = "0.87.1"  # the journey is the bridge's: one agent version is enough
 COMMIT = "git add -A && git -c user.name=t -c user.email=t@t commit -qm b && echo COMMITTED"
-
-
-def git(where: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(where), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
-
-
-def make_repo(where: Path) -> Path:
-    where.mkdir()
-    git(where, "init", "-q", "-b", "main")
-    (where / "README.md").write_text("hello\n")
-    git(where, "add", "README.md")
-    git(where, "commit", "-qm", "start")
-    return where.resolve()
 
 
 def worktrees(repo: Path) -> list[str]:

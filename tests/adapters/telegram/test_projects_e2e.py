@@ -9,7 +9,6 @@ Telegram does, 20 a minute, and both topics share that budget.)
 
 from __future__ import annotations
 
-import subprocess
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +19,7 @@ from tests.conftest import require_agent
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import FakeTelegram
+from tests.support.gitrepo import git, make_repo
 from tests.support.journeys import tool_results
 
 if TYPE_CHECKING:
@@ -35,25 +35,6 @@ VERSION = "0.87.1"
 GROUP = -100777
 TOPIC_A, TOPIC_B = 5, 6
 BOT = "@pi_test_bot"
-
-
-def git(where: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(where), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
-
-
-def make_repo(where: Path) -> Path:
-    where.mkdir()
-    git(where, "init", "-q", "-b", "main")
-    (where / "README.md").write_text("hello\n")
-    git(where, "add", "README.md")
-    git(where, "commit", "-qm", "start")
-    return where
 
 
 def in_topic(fake: FakeTelegram, topic: int) -> list[Message]:
