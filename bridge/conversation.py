@@ -322,12 +322,6 @@ class Conversation:
     async def adopt_session(self, agent: AgentClient) -> None:
         await self.life.adopt_session(agent)
 
-    async def acquire_slot(self) -> None:
-        await self.s.gate.acquire(self)
-
-    def release_slot(self) -> None:
-        self.s.gate.release(self)
-
     async def on_event(self, agent: AgentClient, event: AgentEvent, now: float) -> None:
         """One agent event: shown by the renderer, then what else it means here."""
         if isinstance(event, SelectRequest) and await self.approvals.asked(agent, event, now):

@@ -78,8 +78,10 @@ def alive(record: HostRecord) -> bool:
 class Host(Protocol):
     """The conversation, as its hosting sees it."""
 
-    key: str
     chat: ChatRef
+
+    @property
+    def key(self) -> str: ...
 
     @property
     def record(self) -> ConversationRecord | None: ...

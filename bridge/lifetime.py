@@ -25,6 +25,7 @@ from bridge.outgoing import SentFiles
 from bridge.paths import GATE_EXTENSION
 from bridge.rpc import AgentClient, AgentGone, AgentSpec, RpcError, RunEnded
 from bridge.sandbox import contain
+from bridge.services import Holder
 from bridge.sessionfiles import new_session_name
 
 if TYPE_CHECKING:
@@ -49,10 +50,10 @@ CRASH_WINDOW = 60.0
 MAX_BACKOFF = 60.0
 
 
-class Host(Protocol):
-    """The conversation an agent lives in, as its lifetime sees it."""
+class Host(Holder, Protocol):
+    """The conversation an agent lives in, as its lifetime sees it (and as the
+    live-agent caps count it)."""
 
-    key: str
     chat: ChatRef
     projects: Projects  # where the agent works
 
@@ -67,11 +68,6 @@ class Host(Protocol):
     async def on_event(self, agent: AgentClient, event: AgentEvent, now: float) -> None: ...
 
     async def save(self, **changes: object) -> None: ...
-
-    async def acquire_slot(self) -> None:
-        """Wait for room under the live-agent caps."""
-
-    def release_slot(self) -> None: ...
 
 
 class AgentLife:
@@ -104,11 +100,11 @@ class AgentLife:
         await self._backoff()
         self.spawning = True
         try:
-            await self._host.acquire_slot()
+            await self.s.gate.acquire(self._host)
             try:
                 agent: AgentClient = await tg.start(self._run)
             except BaseException:
-                self._host.release_slot()
+                self.s.gate.release(self._host)
                 raise
         finally:
             self.spawning = False
@@ -122,6 +118,7 @@ class AgentLife:
             await self.hosting.gone()
             return False
         self._reattach = plan
+        self.s.gate.admit(self._host)  # running already: it cannot wait for a slot
         try:
             await self.ensure(tg)
         except RpcError as exc:
@@ -272,7 +269,7 @@ class AgentLife:
             self.agent = None
             self._scope = None
             self._run_started = None
-            self._host.release_slot()
+            self.s.gate.release(self._host)
             self._done.set()
 
     async def _pump(self, agent: AgentClient) -> None:

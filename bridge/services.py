@@ -47,6 +47,10 @@ class SlotGate(Protocol):
 
     async def acquire(self, holder: Holder) -> None: ...
 
+    def admit(self, holder: Holder) -> None:
+        """Count `holder`'s agent at once, over the caps if need be: it is running
+        already (taken back after a restart) and cannot wait."""
+
     def release(self, holder: Holder) -> None: ...
 
     def changed(self) -> None: ...

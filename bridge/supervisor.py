@@ -94,6 +94,9 @@ class AgentSlots(SlotGate):
             return busy, list(self.live.values())
         return None
 
+    def admit(self, holder: Holder) -> None:
+        self.live[holder.key] = holder
+
     def release(self, holder: Holder) -> None:
         if self.live.get(holder.key) is holder:
             del self.live[holder.key]

@@ -9,6 +9,7 @@ One recording platform lives across both bridges, as a chat outlives a restart.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from typing import TYPE_CHECKING
 
@@ -16,12 +17,21 @@ import anyio
 import pytest
 
 from bridge.hosting import alive, stop_all
-from bridge.model import ButtonPress, Inbound
+from bridge.model import ButtonPress, ChatRef, Inbound
 from bridge.options import ApprovalOptions
 from bridge.service import Bridge
 from bridge.store import open_store
 from tests.conftest import require_agent
-from tests.support.bridge_harness import CHAT, KEY, LIMITS, OWNER, BridgeHarness, options
+from tests.support.bridge_harness import (
+    CHAT,
+    KEY,
+    LIMITS,
+    OWNER,
+    STRANGER,
+    WAIT,
+    BridgeHarness,
+    options,
+)
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.journeys import tool_results
 from tests.support.recording_adapter import RecordingAdapter
@@ -128,3 +138,31 @@ async def test_a_question_open_across_a_restart_is_answered_with_its_old_button(
             await harness.idle()
     assert [r for r in tool_results(fake_llm) if "Denied" in r]
     assert not [r for r in tool_results(fake_llm) if r.strip() == "spared"]  # never ran
+
+
+async def test_agents_taken_back_are_counted_even_over_the_cap(
+    opts: BridgeOptions,
+) -> None:
+    # One live agent at most, two running when the bridge stops: a bridge that waited
+    # for a free slot to take the second back would not start until the first ended.
+    opts = dataclasses.replace(opts, max_agents=1)
+    other_key, other_chat = "test:2", ChatRef("2")
+    adapter = RecordingAdapter(limits=LIMITS)
+    async with stored(opts) as store:
+        async with Bridge(adapter, store, opts) as bridge:
+            harness = BridgeHarness(bridge, adapter)
+            await harness.say("run the slow job")
+            await harness.shown("echo early")
+            # The cap is reached: the second run starts only under a raised cap.
+            bridge.supervisor.slots.limit = 2
+            await bridge.handle(
+                Inbound(
+                    other_key, other_chat, STRANGER, "e-2", text="run the slow job", message_id="u2"
+                )
+            )
+            await harness.until(lambda: harness.all_text().count("echo early") >= 2)
+        with anyio.fail_after(WAIT):
+            async with Bridge(adapter, store, opts) as bridge:
+                assert len(bridge.supervisor.slots.live) == 2
+                harness = BridgeHarness(bridge, adapter)
+                await harness.until(lambda: harness.all_text().count(ANSWER) == 2)
