@@ -155,9 +155,9 @@ class Dialogs:
         # A button shown before a bridge restart, of a question its agent still waits
         # on (taken back under its host, bridge/hosting.py): the same answer as shown now.
         record = await self.s.store.get_dialog(press.token) if sender is not None else None
-        if record is not None and sender is not None and awaited(record.request_id):
+        if sender is not None and record is not None and record.key == self.key:
             for token, choice in self._renderer.dialog_tokens(record.request_id):
-                if record.key == self.key and choice.label == record.choice:
+                if awaited(record.request_id) and choice.label == record.choice:
                     await self.chosen(agent, replace(press, token=token), choice, sender)
                     return
         await dead_press(self.s, self.key, self.chat, press, awaited)

@@ -183,17 +183,16 @@ class Hosting:
         """An outbox observer: a message posted for this conversation is remembered
         until its run counts as shown, so a replay edits it rather than post it again."""
         record = self._record
+        if record is None:  # no host: the usual case with on_stop = "stop"
+            return
+        slots = dict(record.slots)
         stream = self.s.outbox.streams.run_of(self._host.key)
-        if record is not None and stream is not None:  # a Slack stream holds the run
-            slot = f"{STREAM}{stream.run}"
-            if record.slots.get(slot) != stream.ref.message_id:
-                await self._update(slots={**record.slots, slot: stream.ref.message_id})
-                record = self._record
-        if record is None or ref is None or not isinstance(op, Send | Upload):
-            return
-        if record.slots.get(op.slot) == ref.message_id:
-            return
-        await self._update(slots={**record.slots, op.slot: ref.message_id})
+        if stream is not None:  # a Slack stream holds the run: its message, too
+            slots[f"{STREAM}{stream.run}"] = stream.ref.message_id
+        if ref is not None and isinstance(op, Send | Upload):
+            slots[op.slot] = ref.message_id
+        if slots != record.slots:
+            await self._update(slots=slots)
 
     async def _end_streams(self, record: HostRecord) -> dict[str, str]:
         """Stop the streams an earlier bridge left open (their run goes on in a new

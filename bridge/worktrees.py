@@ -292,23 +292,20 @@ async def changes(worktree: Worktree) -> Changes:
 async def diff(worktree: Worktree) -> Diff:
     """Everything the conversation changed since it left its base, committed or not.
 
-    The working tree, untracked files included, is staged into a throwaway index
-    (GIT_INDEX_FILE) and compared with the merge-base. `git add -N` in the real index
-    would do too, but it changes what the agent's own `git commit`/`git stash` see.
-    The price: blobs of untracked files enter the object store until `git gc`.
+    The working tree, untracked files included, is taken as a tree (`snapshot`: a
+    throwaway index, never the agent's own, which `git add -N` would change for its
+    `git commit`/`git stash`) and compared with the merge-base. The price: blobs of
+    untracked files enter the object store until `git gc`.
     """
     merge_base = (await _in_tree(worktree, "merge-base", worktree.base, "HEAD")).strip()
-    with tempfile.TemporaryDirectory(prefix="pi-diff-") as scratch:
-        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        await _in_tree(worktree, "read-tree", "HEAD", env=index)
-        await _in_tree(worktree, "add", "--all", env=index)
-        compare = (
-            "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-            "--find-renames", "--ignore-submodules=all",
-        )  # fmt: skip
-        stat = await _in_tree(worktree, *compare, "--stat", merge_base, env=index)
-        patch = await _in_tree(worktree, *compare, merge_base, env=index)
-        names = await _in_tree(worktree, *compare, "--name-only", "-z", merge_base, env=index)
+    tree = await snapshot(worktree)
+    compare = (
+        "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames",
+        "--ignore-submodules=all",
+    )  # fmt: skip
+    stat = await _in_tree(worktree, *compare, "--stat", merge_base, tree)
+    patch = await _in_tree(worktree, *compare, merge_base, tree)
+    names = await _in_tree(worktree, *compare, "--name-only", "-z", merge_base, tree)
     return Diff(stat, patch, len([name for name in names.split("\0") if name]))
 
 
