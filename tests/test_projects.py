@@ -28,6 +28,7 @@ from bridge.options import AgentOptions, BridgeOptions, ChatOptions, ProjectOpti
 from bridge.projects import Projects
 from bridge.worktrees import branch_name
 from tests.support.bridge_harness import OWNER, running_bridge
+from tests.support.gitrepo import isolated_git  # noqa: F401 (autouse fixture)
 
 if TYPE_CHECKING:
     from bridge.store.records import ConversationRecord
@@ -37,16 +38,6 @@ pytestmark = pytest.mark.anyio
 BOUND = "slack:T1:C2"  # a channel bound to project web: its threads work there
 THREAD = f"{BOUND}:1700000000.000100"
 ELSEWHERE = "tg:-100555"  # a chat with no binding
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No global or system git configuration; a fixed identity for commits."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for role in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{role}_NAME", "Test")
-        monkeypatch.setenv(f"GIT_{role}_EMAIL", "test@example.invalid")
 
 
 def git_sync(where: Path, *args: str) -> str:

@@ -29,6 +29,7 @@ from bridge.worktrees import (
     remove_worktree,
     slug,
 )
+from tests.support.gitrepo import isolated_git  # noqa: F401 (autouse fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,16 +68,6 @@ def check_ref_format(name: str) -> bool:
     return done.returncode == 0 and done.stdout.decode().strip() == name
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No global or system git configuration; a fixed identity for commits."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for role in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{role}_NAME", "Test")
-        monkeypatch.setenv(f"GIT_{role}_EMAIL", "test@example.invalid")
-
-
 def git_sync(where: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-C", str(where), *args], capture_output=True, check=True, text=True
@@ -90,7 +81,7 @@ async def git(where: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, isolated_git: None) -> Path:
+def repo(tmp_path: Path) -> Path:  # after isolated_git: autouse fixtures come first
     """A repository on `main` with one commit holding README and app.py."""
     path = tmp_path / "repo"
     path.mkdir()
