@@ -331,25 +331,19 @@ class Supervisor:
         """Stop intake, let runs finish up to `grace` seconds, then end every agent;
         with `on_stop = "detach"`, leave every agent running under its host at once."""
         self.accepting = False
-        if self.s.options.on_stop == "detach":
-            async with anyio.create_task_group() as tg:
-                for conversation in self._live():
-                    tg.start_soon(conversation.life.detach)
-            if self._tg is not None:
-                self._tg.cancel_scope.cancel()
-            return
-        limit = self.s.options.drain_timeout if grace is None else grace
+        detach = self.s.options.on_stop == "detach"
+        limit = 0.0 if detach else self.s.options.drain_timeout if grace is None else grace
         with anyio.move_on_after(limit):
             # Polled: "no conversation busy" is a state over many agents, not one event.
             while any(c.busy for c in self._live()):  # noqa: ASYNC110
                 await anyio.sleep(DRAIN_POLL)
         for conversation in self._live():
-            if conversation.busy:
+            if conversation.busy and not detach:
                 conversation.interrupt(
                     "⏹ interrupted: the bridge is restarting. Your session is kept."
                 )
         async with anyio.create_task_group() as tg:
             for conversation in self._live():
-                tg.start_soon(conversation.reap)
+                tg.start_soon(conversation.life.detach if detach else conversation.reap)
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
