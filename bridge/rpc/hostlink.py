@@ -154,7 +154,6 @@ class HostLink:
         self._lock = anyio.Lock()
         self._ended = anyio.Event()
         self._keeper = 0
-        self.oldest = 0  # the oldest record the host still had when we connected
         self.replay_end = 0
         self._last_seq = after
         self._returncode: int | None = None
@@ -170,7 +169,7 @@ class HostLink:
         words = first.split() if isinstance(first, bytes) else []
         if len(words) != 6 or words[0] != b"pi-host":
             raise HostGone(f"not an agent host at {self.address.socket}")
-        self._keeper, self.oldest = int(words[3]), int(words[4])
+        self._keeper = int(words[3])
         self.replay_end = int(words[5]) - 1  # the last record written before we came
 
     @property

@@ -40,10 +40,6 @@ class Link(Protocol):
     @property
     def stderr_tail(self) -> str: ...
 
-    @property
-    def last_seq(self) -> int:
-        """The sequence number of the last record read (0: the link numbers none)."""
-
     def start(self, tg: TaskGroup) -> None:
         """Start what runs beside the reader (a stderr drain)."""
 
@@ -95,10 +91,6 @@ class ProcessLink:
     @property
     def stderr_tail(self) -> str:
         return self._pipes.stderr_tail
-
-    @property
-    def last_seq(self) -> int:
-        return 0
 
     def start(self, tg: TaskGroup) -> None:
         tg.start_soon(self._pipes.drain_stderr)
