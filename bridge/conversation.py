@@ -104,6 +104,8 @@ class Conversation:
             task_status.started()
             async for item in self._inbox:
                 await self._guarded(self._take, item)
+                if isinstance(item, Inbound):  # done, or its failure told: not again
+                    self.s.taken(item)
 
     @property
     def agent(self) -> AgentClient | None:
@@ -169,20 +171,24 @@ class Conversation:
     # --- intake ------------------------------------------------------------------------
 
     def deliver(self, inbound: Inbound, arrived: float | None = None) -> None:
-        """Called by the bridge for an admitted inbound; never blocks. `arrived`: when
-        the bridge got it (for the inbound-to-agent latency)."""
+        """An admitted inbound (`arrived`: when the bridge got it); never blocks."""
         self.last_active = self.s.clock()
         # Presses and stops do not queue behind waiting messages: a stop must reach
         # the run it stops, a press the dialog that is open now.
         now = urgent(inbound, self.s.prefixes, self.s.bot_name)
         if self._tg is not None and now is not None:
-            self._tg.start_soon(self._guarded, self.carry_out, now, inbound)
+            self._tg.start_soon(self._urgent, now, inbound)
             return
         try:
             self._inbox_send.send_nowait(inbound)
             self._arrived[id(inbound)] = self.last_active if arrived is None else arrived
         except anyio.WouldBlock:
             self.notify(FULL)
+            self.s.taken(inbound)
+
+    async def _urgent(self, intent: Intent, inbound: Inbound) -> None:
+        await self._guarded(self.carry_out, intent, inbound)
+        self.s.taken(inbound)
 
     async def _take(self, item: Inbound | Held) -> None:
         if isinstance(item, Held):

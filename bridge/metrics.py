@@ -2,8 +2,9 @@
 
 Nothing is counted twice: the numbers are read, when scraped, from what the
 bridges already keep (agent slots, conversations, each outbox's `OutboxStats`,
-the conversations' `bridge.stats.Stats`); only inbound messages are counted
-here, by `Metrics.counting`, which wraps a bridge's `handle`. Served on
+the conversations' `bridge.stats.Stats`) and, in a frontend or worker, from its
+`bridge.scale.stats.ScaleStats` (role, leases, Redis); only inbound messages are
+counted here, by `Metrics.counting`, which wraps a bridge's `handle`. Served on
 `PI_BRIDGE_METRICS_PORT`, bound to 127.0.0.1 unless `PI_BRIDGE_METRICS_HOST`
 says otherwise (the numbers reveal activity).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -28,10 +30,12 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from bridge.model import Inbound
+    from bridge.scale.stats import ScaleStats
     from bridge.service import Bridge
     from bridge.stats import Histogram
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+Samples = list[tuple[str, float]]  # (rendered labels, value)
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Counted:
 class Metrics:
     bridges: dict[str, Bridge] = field(default_factory=dict)  # platform → its bridge
     inbound: Counter[str] = field(default_factory=Counter)
+    scale: ScaleStats | None = None  # set in a frontend or worker (`--role`)
 
     def counting(self, platform: str, bridge: Bridge) -> Counted:
         """Register `bridge` for scrapes; the returned handler counts inbound messages."""
@@ -63,12 +68,8 @@ class Metrics:
 
     def render(self) -> str:
         out: list[str] = []
-
-        def family(name: str, kind: str, help_: str, samples: list[tuple[str, float]]) -> None:
-            out.append(f"# HELP {name} {help_}")
-            out.append(f"# TYPE {name} {kind}")
-            out.extend(f"{name}{labels} {value:g}" for labels, value in samples)
-
+        family = partial(_family, out)
+        histogram = partial(_histogram, out)
         bridges = sorted(self.bridges.items())
         family(
             "pi_bridge_live_agents",
@@ -134,14 +135,7 @@ class Metrics:
                 "From an agent's dialog being shown to a person answering it.",
             ),
         ):
-            out.append(f"# HELP {name} {help_}")
-            out.append(f"# TYPE {name} histogram")
-            for p, st in stats:
-                histogram: Histogram = getattr(st, attr)
-                for le, n in histogram.cumulative():
-                    out.append(f"{name}_bucket{_labels(platform=p, le=le)} {n}")
-                out.append(f"{name}_sum{_labels(platform=p)} {histogram.total:g}")
-                out.append(f"{name}_count{_labels(platform=p)} {histogram.count}")
+            histogram(name, help_, [({"platform": p}, getattr(st, attr)) for p, st in stats])
         family(
             "pi_bridge_platform_rate_limited_total",
             "counter",
@@ -163,7 +157,87 @@ class Metrics:
                 help_,
                 [(_labels(platform=p), getattr(b.outbox.stats, attr)) for p, b in bridges],
             )
+        histogram(
+            "pi_bridge_delta_to_visible_seconds",
+            "From a message or an answer's new text reaching the outbox to the "
+            "platform call that shows it returning; routine refreshes are left out.",
+            [({"platform": p}, b.outbox.stats.visible) for p, b in bridges],
+        )
+        if self.scale is not None:
+            _scale(out, self.scale)
         return "\n".join(out) + "\n"
+
+
+def _family(out: list[str], name: str, kind: str, help_: str, samples: Samples) -> None:
+    out.append(f"# HELP {name} {help_}")
+    out.append(f"# TYPE {name} {kind}")
+    out.extend(f"{name}{labels} {value:g}" for labels, value in samples)
+
+
+def _histogram(
+    out: list[str], name: str, help_: str, series: list[tuple[dict[str, str], Histogram]]
+) -> None:
+    """One histogram family: each series' cumulative buckets, sum and count."""
+    out.append(f"# HELP {name} {help_}")
+    out.append(f"# TYPE {name} histogram")
+    for labels, histogram in series:
+        for le, n in histogram.cumulative():
+            out.append(f"{name}_bucket{_labels(**labels, le=le)} {n}")
+        out.append(f"{name}_sum{_labels(**labels)} {histogram.total:g}")
+        out.append(f"{name}_count{_labels(**labels)} {histogram.count}")
+
+
+def _scale(out: list[str], scale: ScaleStats) -> None:
+    """A frontend's or worker's own families, labelled with its name in Redis."""
+    name, both = _labels(name=scale.name), _labels(role=scale.role, name=scale.name)
+    _family(out, "pi_bridge_role_info", "gauge", "This process's role and name.", [(both, 1)])
+    for metric, kind, help_, value in (
+        ("pi_bridge_leases_held", "gauge", "Conversations this worker owns.", scale.leases_held),
+        (
+            "pi_bridge_lease_takeovers_total",
+            "counter",
+            "Conversations claimed after another worker's lease lapsed.",
+            scale.lease_takeovers,
+        ),
+        (
+            "pi_bridge_leases_lost_total",
+            "counter",
+            "Conversations this worker found owned by another.",
+            scale.leases_lost,
+        ),
+        (
+            "pi_bridge_rate_budget_waits_total",
+            "counter",
+            "Platform calls held back by the rate budget the frontends share.",
+            scale.budget_waits,
+        ),
+        (
+            "pi_bridge_telegram_polling",
+            "gauge",
+            "1 while this frontend holds the Telegram polling lease.",
+            int(scale.polling),
+        ),
+    ):
+        _family(out, metric, kind, help_, [(name, value)])
+    _family(
+        out,
+        "pi_bridge_redis_errors_total",
+        "counter",
+        "Redis calls that failed (each retried with back-off).",
+        [(both, scale.redis_errors)],
+    )
+    _histogram(
+        out,
+        "pi_bridge_stream_lag_seconds",
+        "From a frontend adding an inbound to its stream to the owning worker reading it.",
+        [({"name": scale.name}, scale.stream_lag)],
+    )
+    _histogram(
+        out,
+        "pi_bridge_remote_call_seconds",
+        "A worker's platform call through a frontend, request to answer.",
+        [({"name": scale.name}, scale.call_seconds)],
+    )
 
 
 def _labels(**labels: str) -> str:

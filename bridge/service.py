@@ -19,7 +19,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 import anyio
 
@@ -56,6 +56,14 @@ def new_token() -> str:
     return secrets.token_urlsafe(12)
 
 
+class Forward(Protocol):
+    """Where admitted inbounds go instead of this process's conversations (a
+    frontend's: to their owning workers, bridge/scale/). Raises when it could not
+    take one in (then the platform delivers it again)."""
+
+    async def deliver(self, inbound: Inbound, arrived: float) -> bool: ...
+
+
 class Bridge:
     def __init__(
         self,
@@ -68,7 +76,13 @@ class Bridge:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         tokens: Callable[[], str] = new_token,
+        forward: Forward | None = None,
+        shared: bool = False,
+        taken: Callable[[Inbound], None] | None = None,
     ) -> None:
+        """`forward`: admit here, carry out elsewhere (no conversations, no agents).
+        `shared`: conversations are leased among workers (`Supervisor.take_over`);
+        `taken` hears of each inbound carried out."""
         self.adapter = adapter
         self.store = store
         self.options = options
@@ -85,7 +99,10 @@ class Bridge:
             bot_name=bot_name,
             prefixes=prefixes,
         )
-        self.supervisor = Supervisor(self.services)
+        if taken is not None:
+            self.services.taken = taken
+        self.supervisor = Supervisor(self.services, shared=shared)
+        self.forward = forward
         self._failed: OrderedDict[str, int] = OrderedDict()  # delivery id → failed tries
         self._tg: TaskGroup | None = None
 
@@ -94,7 +111,8 @@ class Bridge:
         await self._tg.__aenter__()
         try:
             await self._tg.start(self.outbox.run)
-            await self._tg.start(self.supervisor.run)
+            if self.forward is None:
+                await self._tg.start(self.supervisor.run)
         except BaseException as exc:
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(type(exc), exc, exc.__traceback__)
@@ -109,7 +127,9 @@ class Bridge:
     ) -> bool | None:
         assert self._tg is not None
         with anyio.CancelScope(shield=True):
-            await self.supervisor.drain()
+            if self.forward is None:
+                await self.supervisor.drain()
+            self.supervisor.accepting = False
             with anyio.move_on_after(FLUSH_ON_EXIT):
                 await self.outbox.flush()
         self._tg.cancel_scope.cancel()
@@ -154,13 +174,20 @@ class Bridge:
         gate = screen(inbound, allowed)
         if gate is not None and gate.action == "drop":
             return
-        if await self._duplicate(inbound):
+        # A frontend's forward marks the delivery id seen as it queues the inbound, in
+        # one step: one taken in twice, or marked and never queued, cannot happen.
+        if self.forward is None and await self._duplicate(inbound):
             return
         if gate is not None:
             await self._refuse(inbound)
             return
         try:
-            delivered = await self.supervisor.deliver(inbound, arrived)
+            if self.forward is not None:
+                delivered = self.supervisor.accepting and await self.forward.deliver(
+                    inbound, self.services.wall()
+                )
+            else:
+                delivered = await self.supervisor.deliver(inbound, arrived)
         except Exception as exc:  # a new conversation could not be opened: not taken in
             raise _StoreDown(f"{type(exc).__name__}: {exc}") from exc
         if not delivered:

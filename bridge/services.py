@@ -12,7 +12,7 @@ from bridge.stats import Stats
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Adapter
+    from bridge.model import Adapter, Inbound
     from bridge.options import BridgeOptions
     from bridge.outbox import Outbox
     from bridge.store.base import Store
@@ -71,3 +71,6 @@ class Services:
     bot_name: str = ""
     prefixes: tuple[str, ...] = ("/",)
     stats: Stats = field(default_factory=Stats)
+    # Told when an inbound is carried out (given to the agent, answered, refused as
+    # too many): a worker acknowledges it on its stream then (bridge/scale/).
+    taken: Callable[[Inbound], None] = lambda inbound: None

@@ -153,14 +153,16 @@ class LiveRuns:
             self._recorded[key] = record
             await self._store.put_live_run(record)
 
-    async def retire(self, outbox: Outbox, key_prefix: str = "", skip: Collection[str] = ()) -> int:
+    async def retire(
+        self, outbox: Outbox, key_prefix: str = "", skip: Collection[str] = (), only: str = ""
+    ) -> int:
         """Queue the edit of every status an earlier process left live in conversations
         under `key_prefix` (another platform's are not this outbox's to edit), but
-        those in `skip` (their agents run on); how many there were."""
+        those in `skip` (their agents run on), or only `only`'s; how many there were."""
         records = [
             r
             for r in await self._store.live_runs()
-            if r.key.startswith(key_prefix) and r.key not in skip
+            if r.key.startswith(key_prefix) and r.key not in skip and (r.key == only or not only)
         ]
         for record in records:
             chat = ChatRef(record.chat_id, record.thread_id, record.is_group)
@@ -187,8 +189,11 @@ def _record(
 
 
 class Supervisor:
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, *, shared: bool = False) -> None:
         self.s = services
+        # Shared with other workers (bridge/scale/): what an earlier process left is
+        # taken over one conversation at a time (`take_over`), as its lease is claimed.
+        self.shared = shared
         self.conversations: dict[str, Conversation] = {}
         self.accepting = True
         self.live_runs = LiveRuns(services.store, services.wall)
@@ -207,7 +212,8 @@ class Supervisor:
             # Before the first message: a new run of a conversation may then replace
             # its record, never the other way round. Agents still running under their
             # hosts are taken back first: their runs are live, not to be retired.
-            await self._retire_live_runs(await self._reattach())
+            if not self.shared:
+                await self._retire_live_runs(await self._reattach())
             tg.start_soon(self._reaper)
             task_status.started()
             await anyio.sleep_forever()
@@ -225,14 +231,7 @@ class Supervisor:
         left = [r for r in records if r.host is not None and r.key.startswith(prefix)]
 
         async def one(record: ConversationRecord) -> None:
-            assert record.host is not None
-            assert self._tg is not None
-            host = record.host
-            chat = ChatRef(host.chat_id, host.thread_id, host.is_group)
-            conversation = Conversation(record.key, chat, Sender(record.owner or ""), self.s)
-            self.conversations[record.key] = conversation
-            await self._tg.start(conversation.run)
-            if await conversation.life.reattach(self._tg):
+            if await self._take_back(record):
                 taken.add(record.key)
 
         async with anyio.create_task_group() as tg:
@@ -241,6 +240,35 @@ class Supervisor:
         if left:
             log.info("took back %d of %d agent(s) left running", len(taken), len(left))
         return taken
+
+    async def _take_back(self, record: ConversationRecord) -> bool:
+        assert record.host is not None
+        assert self._tg is not None
+        host = record.host
+        chat = ChatRef(host.chat_id, host.thread_id, host.is_group)
+        conversation = Conversation(record.key, chat, Sender(record.owner or ""), self.s)
+        self.conversations[record.key] = conversation
+        await self._tg.start(conversation.run)
+        return await conversation.life.reattach(self._tg)
+
+    async def take_over(self, key: str) -> bool:
+        """A conversation another process owned until now (`shared`): its agent taken
+        back if its host runs on, else its live run retired, as a start does for all.
+        Whether its agent was taken back."""
+        if key in self.conversations:
+            return False
+        record = await self.s.store.get_conversation(key)
+        if record is not None and record.host is not None and await self._take_back(record):
+            return True
+        await self.live_runs.retire(self.s.outbox, only=key)
+        return False
+
+    async def let_go(self, key: str) -> None:
+        """Another process owns `key` now: stop its agent and forget it here, at once."""
+        conversation = self.conversations.pop(key, None)
+        if conversation is not None:
+            await conversation.reap()
+            conversation.close()
 
     async def _delivered(self, key: str, chat: ChatRef, op: Op, ref: MessageRef | None) -> None:
         conversation = self.conversations.get(key)
@@ -268,9 +296,11 @@ class Supervisor:
             if inbound.press is not None:
                 # Buttons live only in their conversation's memory: none is live here.
                 await dead_press(self.s, inbound.key, inbound.chat, inbound.press)
+                self.s.taken(inbound)
                 return True
             nothing = isinstance(route(inbound, View(prefixes=self.s.prefixes)), Ignore)
             if nothing and not inbound.attachments:  # a file alone is something
+                self.s.taken(inbound)
                 return True  # nothing to do: no conversation (and no store record) for it
             conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.s)
             self.conversations[inbound.key] = conversation

@@ -343,6 +343,17 @@ async def slack_intake(
             tg.cancel_scope.cancel()
 
 
+def build_adapter(settings: SlackSettings) -> SlackAdapter:
+    """The workspace's adapter (no call made yet)."""
+    limits = dataclasses.replace(LIMITS, edit_rate=settings.edits_per_minute / 60)
+    return SlackAdapter(
+        build_client(settings),
+        token=settings.bot_token,
+        limits=limits,
+        stream=settings.streaming == "stream",
+    )
+
+
 async def run_slack(
     settings: SlackSettings,
     bridge_for: Callable[[SlackAdapter], contextlib.AbstractAsyncContextManager[InboundHandler]],
@@ -356,13 +367,7 @@ async def run_slack(
     `bridge_for(adapter)` builds the bridge (the caller chooses its options and may
     wrap its handler, e.g. to count messages); leaving it drains the bridge.
     """
-    limits = dataclasses.replace(LIMITS, edit_rate=settings.edits_per_minute / 60)
-    adapter = SlackAdapter(
-        build_client(settings),
-        token=settings.bot_token,
-        limits=limits,
-        stream=settings.streaming == "stream",
-    )
+    adapter = build_adapter(settings)
 
     async def owns(key: str) -> bool:
         # A thread the bridge answered before a restart is still its conversation.

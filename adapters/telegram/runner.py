@@ -80,8 +80,11 @@ async def serve(
     bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[InboundHandler]],
     *,
     stop: anyio.Event | None = None,
+    poll_gate: Callable[[Callable[[], Awaitable[None]]], Awaitable[None]] | None = None,
 ) -> None:
-    """Serve the bot until `stop` is set (or this task is cancelled)."""
+    """Serve the bot until `stop` is set (or this task is cancelled). `poll_gate`
+    runs the long poll when it may (one frontend of several polls, by lease), and
+    cancels it when it may no longer."""
     # A webhook without its secret cannot get here: `TelegramSettings` refuses it when built.
     bot = make_bot(settings)
     await bot.initialize()  # getMe: fails fast on a bad token
@@ -91,7 +94,7 @@ async def serve(
         if settings.webhook_url:
             await _serve_webhook(settings, bot, me, adapter, bridge_factory, stop)
         else:
-            await _serve_polling(settings, bot, me, adapter, bridge_factory, stop)
+            await _serve_polling(settings, bot, me, adapter, bridge_factory, stop, poll_gate)
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
             await bot.shutdown()
@@ -104,17 +107,30 @@ async def _serve_polling(
     adapter: Adapter,
     bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[InboundHandler]],
     stop: anyio.Event | None,
+    poll_gate: Callable[[Callable[[], Awaitable[None]]], Awaitable[None]] | None = None,
 ) -> None:
     await bot.delete_webhook(drop_pending_updates=False)
     await _register_commands(bot)
-    poller = Poller(bot, me, settings.poll_timeout)
     # The task group closes (polling stops) before the bridge drains.
     async with bridge_factory(adapter, bot.username) as bridge, anyio.create_task_group() as tg:
-        tg.start_soon(poller.run, Delivery(bot, me, bridge.handle))
+        deliver = Delivery(bot, me, bridge.handle)
+
+        async def poll() -> None:
+            # A new poller each time the gate opens: it starts from what Telegram has
+            # not had confirmed, so nothing another frontend left unread is skipped.
+            poller = Poller(bot, me, settings.poll_timeout)
+            try:
+                await poller.run(deliver)
+            finally:
+                await poller.confirm()  # shielded and bounded
+
+        async def gated() -> None:
+            await (poll() if poll_gate is None else poll_gate(poll))
+
+        tg.start_soon(gated)
         if stop is not None:
             await stop.wait()
             tg.cancel_scope.cancel()
-    await poller.confirm()
 
 
 async def _serve_webhook(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 import anyio
@@ -48,10 +49,16 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser(
+    run = sub.add_parser(
         "run",
         help="serve every configured platform (none configured: the terminal chat)",
         description="Serve every configured platform; SIGTERM/SIGINT drain, then stop.",
+    )
+    run.add_argument(
+        "--role",
+        choices=("all", "frontend", "worker"),
+        help="all (default): one process; frontend / worker: a scale-out on Redis "
+        "(the same as PI_BRIDGE_ROLE)",
     )
     sub.add_parser(
         "check",
@@ -85,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     out, err = RedactedStream(sys.stdout, redact), RedactedStream(sys.stderr, redact)
     setup_logging("WARNING")  # for what reading the configuration logs; set again below
     try:
-        loaded = load_config()
+        role = getattr(args, "role", None)
+        loaded = load_config({**os.environ, "PI_BRIDGE_ROLE": role} if role else None)
     except ConfigError as exc:
         if args.command == "check":
             for problem in exc.problems:

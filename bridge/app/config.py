@@ -186,7 +186,7 @@ def _describe(error: Any, origin: Mapping[tuple[str, ...], str], where: str) -> 
     for n in range(len(loc), 0, -1):
         if loc[:n] in origin:
             return f"{origin[loc[:n]]} (environment): {msg}"
-    return f"{_dotted(loc)}{where}: {msg}"
+    return f"{_dotted(loc)}{where}: {msg}" if loc else f"configuration{where}: {msg}"
 
 
 def _dotted(path: tuple[str, ...]) -> str:

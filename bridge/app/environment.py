@@ -34,6 +34,7 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "PI_BRIDGE_ALLOW_EVERYONE": (("allow_everyone",), "str"),
     "PI_BRIDGE_MAX_PER_USER": (("limits", "max_per_user"), "str"),
     "PI_BRIDGE_ON_STOP": (("agents", "on_stop"), "str"),
+    "PI_BRIDGE_ROLE": (("role",), "str"),
     "TELEGRAM_BOT_TOKEN": (("telegram", "bot_token"), "str"),
     "TELEGRAM_API_BASE_URL": (("telegram", "api_base_url"), "str"),
     "TELEGRAM_FILE_BASE_URL": (("telegram", "file_base_url"), "str"),

@@ -10,6 +10,7 @@ secret) are checked by the settings themselves and reported the same way.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from adapters.slack.settings import SlackSettings
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from bridge.app.schema import Config, SlackSection, TelegramSection
+    from bridge.options import BridgeOptions
 
 S = TypeVar("S")
 
@@ -81,3 +83,18 @@ def open_to_everyone(config: Config) -> list[str]:
         "set PI_BRIDGE_ALLOW_EVERYONE=true to let everyone in on purpose"
         for name in open_platforms(config)
     ]
+
+
+def for_platform(
+    options: BridgeOptions,
+    key_prefix: str,
+    allowed: frozenset[str] | None = None,
+    approvers: frozenset[str] = frozenset(),
+) -> BridgeOptions:
+    # Allowed users and approvers are platform user ids: they apply on their platform.
+    return dataclasses.replace(
+        options,
+        allowed_users=allowed if allowed is not None else options.allowed_users,
+        approvers=options.approvers | approvers,
+        key_prefix=key_prefix,
+    )

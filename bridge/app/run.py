@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from bridge.app.platforms import open_platforms
+from bridge.app.platforms import for_platform, open_platforms
 from bridge.metrics import Metrics, serve_metrics
 from bridge.sandbox import make_undumpable, probe
 
@@ -50,12 +50,23 @@ async def serve(loaded: Loaded, *, console: bool, stdin: TextIO | None = None) -
             "bot can make its agent run shell commands",
             name,
         )
-    _contain_agents(options)
+    role = loaded.config.role
+    if role != "all" and (console or not loaded.platforms):
+        raise ValueError(f"a {role} serves Telegram or Slack: configure at least one of them")
+    if role != "frontend":  # a frontend runs no agent
+        _contain_agents(options)
     store = await open_store(loaded.config.store, options.data_dir)
     metrics = Metrics()
     stopping = anyio.Event()
     tasks: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
-    if console or not loaded.platforms:
+    if role != "all":
+        from bridge.app import roles
+        from bridge.scale.stats import ScaleStats
+
+        metrics.scale = stats = ScaleStats()
+        serve_role = roles.frontend if role == "frontend" else roles.worker
+        tasks[role] = lambda: serve_role(loaded, store, metrics, stopping, stats)
+    elif console or not loaded.platforms:
         tasks["console"] = lambda: _console(options, store, metrics, stopping, stdin or sys.stdin)
     else:
         if loaded.telegram is not None:
@@ -104,21 +115,6 @@ async def _watch_signals(stopping: anyio.Event) -> None:
             stopping.set()
 
 
-def _for_platform(
-    options: BridgeOptions,
-    key_prefix: str,
-    allowed: frozenset[str] | None = None,
-    approvers: frozenset[str] = frozenset(),
-) -> BridgeOptions:
-    # Allowed users and approvers are platform user ids: they apply on their platform.
-    return dataclasses.replace(
-        options,
-        allowed_users=allowed if allowed is not None else options.allowed_users,
-        approvers=options.approvers | approvers,
-        key_prefix=key_prefix,
-    )
-
-
 async def _console(
     options: BridgeOptions, store: Store, metrics: Metrics, stopping: anyio.Event, stdin: TextIO
 ) -> None:
@@ -128,7 +124,7 @@ async def _console(
     adapter = ConsoleAdapter()
     try:
         # A terminal chat ends when its person leaves it: its agents end with it.
-        console = dataclasses.replace(_for_platform(options, "console"), on_stop="stop")
+        console = dataclasses.replace(for_platform(options, "console"), on_stop="stop")
         async with Bridge(adapter, store, console) as bridge:
             handler = metrics.counting("console", bridge)
             async with anyio.create_task_group() as tg:
@@ -192,7 +188,7 @@ async def _telegram(loaded: Loaded, store: Store, metrics: Metrics, stopping: an
 
     settings = loaded.telegram
     assert settings is not None
-    options = _for_platform(loaded.options, "tg:", settings.allowed_users, settings.approvers)
+    options = for_platform(loaded.options, "tg:", settings.allowed_users, settings.approvers)
 
     @contextlib.asynccontextmanager
     async def bridge_for(adapter: Adapter, bot_name: str) -> AsyncIterator[Counted]:
@@ -210,7 +206,7 @@ async def _slack(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio
 
     settings = loaded.slack
     assert settings is not None
-    options = _for_platform(loaded.options, "slack:", settings.allowed_users, settings.approvers)
+    options = for_platform(loaded.options, "slack:", settings.allowed_users, settings.approvers)
 
     @contextlib.asynccontextmanager
     async def bridge_for(adapter: Adapter) -> AsyncIterator[Counted]:

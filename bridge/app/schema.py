@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from adapters.slack.settings import DEFAULT_API_BASE_URL as SLACK_API
@@ -110,6 +110,14 @@ class SandboxSection(_Section):
     read_only: list[Path] = []  # extra paths it may read inside hidden trees or /tmp
 
 
+class WorkerSection(_Section):
+    """A worker's part in a scale-out (`--role worker`, bridge/scale/)."""
+
+    name: str = ""  # how its leases name it; "": the host's name (distinct per worker)
+    max_agents: int = Field(default=100, ge=1)  # conversations it owns at once
+    lease_ttl: float = Field(default=15.0, ge=1)  # a dead worker's conversations move after it
+
+
 class LimitsSection(_Section):
     max_agents: int = Field(default=8, ge=1)
     max_per_user: int = Field(default=4, ge=1)
@@ -194,6 +202,9 @@ class Config(BaseSettings):
 
     data_dir: Path = Path("data")
     store: str = "sqlite"
+    # all: one process does everything; frontend / worker: a scale-out on Redis.
+    role: Literal["all", "frontend", "worker"] = "all"
+    worker: WorkerSection = WorkerSection()
     # A platform with no allowlist lets everyone who finds the bot run shell commands
     # through its agent: refused unless said on purpose.
     allow_everyone: bool = False
@@ -211,6 +222,15 @@ class Config(BaseSettings):
     approvals: ApprovalsSection = ApprovalsSection()
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
+
+    @model_validator(mode="after")
+    def _role_needs_redis(self) -> Config:
+        if self.role != "all" and not self.store.lower().startswith(("redis://", "rediss://")):
+            raise ValueError(
+                f"role {self.role!r} needs the Redis store that frontends and workers share: "
+                "set PI_BRIDGE_STORE=redis://… (or run with --role all)"
+            )
+        return self
 
     @field_validator("store")
     @classmethod

@@ -7,6 +7,7 @@ op, and every fallback, is the ordinary call of its kind.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from bridge.model import (
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
     from bridge.outbox.streams import Streaming, Streams
 
 
+# The conversation a platform call is made for, for an adapter that must say whose it
+# is (a worker's calls through a frontend are fenced by the conversation's lease).
+CALLING: ContextVar[str] = ContextVar("CALLING", default="")
+
+
 async def call(
     adapter: Adapter,
     entry: Entry,
@@ -48,6 +54,21 @@ async def call(
     in a chat that streams, it starts a stream that later ops of the slot append to,
     stop or leave (`_streamed`). `slot_map` gives a conversation's map, made on first
     use."""
+    token = CALLING.set(entry.key)
+    try:
+        await _call(adapter, entry, slot_map, clock, drafts, streams)
+    finally:
+        CALLING.reset(token)
+
+
+async def _call(
+    adapter: Adapter,
+    entry: Entry,
+    slot_map: Callable[[str], SlotMap],
+    clock: Callable[[], float],
+    drafts: Drafts,
+    streams: Streams,
+) -> None:
     op = entry.op
     if isinstance(op, AnswerPress):
         await adapter.answer_press(op.press_id, op.text, alert=op.alert)

@@ -24,11 +24,12 @@ from bridge.model import (
     PlatformError,
     RateLimited,
     React,
+    Send,
 )
 from bridge.outbox.calls import call
 from bridge.outbox.coalesce import absorb, catch_up
 from bridge.outbox.drafts import Drafts
-from bridge.outbox.lanes import Entry, Lane, is_routine, kind_of, slot_of
+from bridge.outbox.lanes import Entry, Lane, is_routine, kind_of, log_drop, slot_of
 from bridge.outbox.pacing import Budget, interval
 from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover, replayed
 from bridge.outbox.runs import held
@@ -359,7 +360,7 @@ class Outbox:
         self.stats.dropped += 1
         if error is not None:
             self.stats.failures += 1
-        _log_drop(lane, entry, error)
+        log_drop(lane, entry, error)
         self._settle(entry)
 
     async def _attempt(self, entry: Entry) -> Outcome:
@@ -370,6 +371,9 @@ class Outbox:
             return self._recover(entry, exc)
         except Exception as exc:  # a bug in the adapter: drop the op, keep serving
             return GiveUp(exc)
+        if isinstance(entry.op, Send | Edit) and not is_routine(entry.op):
+            # From the submit of the oldest op merged into it (`Entry.since`).
+            self.stats.visible.observe(self._clock() - entry.since)
         return None
 
     def _recover(self, entry: Entry, exc: PlatformError) -> Outcome:
@@ -385,15 +389,3 @@ class Outbox:
             adopted = placed is not None and placed.adopted
         tried = Tried(adopted, entry.clipped, entry.transient_tries)
         return recover(op, exc, tried, limits=self._limits, max_retries=self._max_retries)
-
-
-def _log_drop(lane: Lane, entry: Entry, error: Exception | None) -> None:
-    """Logs name the op, slot and chat, never message text (that stays at DEBUG)."""
-    what = (kind_of(entry.op), slot_of(entry.op), lane.name)
-    if error is None:
-        log.info("outbox: dropped %s of slot %r in chat %s: no message", *what)
-    elif isinstance(error, PlatformError):
-        log.warning("outbox: gave up on %s of slot %r in chat %s: %s", *what, type(error).__name__)
-        log.debug("outbox: %s failure detail: %s", what[0], error)
-    else:
-        log.error("outbox: unexpected error on %s of slot %r in chat %s", *what, exc_info=error)

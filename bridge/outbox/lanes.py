@@ -2,20 +2,24 @@
 
 An entry stays at the head of its lane while its call is in flight and while it
 waits for a retry, so the order of a chat never changes and only entries that are
-not in flight are merged with newer ops.
+not in flight are merged with newer ops. `log_drop` says why an entry left its lane
+undelivered.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from bridge.model import AnswerPress, Delete, Edit, React, Send, Upload
+from bridge.model import AnswerPress, Delete, Edit, PlatformError, React, Send, Upload
 
 if TYPE_CHECKING:
     from bridge.model import ChatRef, Op
+
+log = logging.getLogger("bridge.outbox")
 
 
 @dataclass(eq=False, slots=True)
@@ -29,12 +33,15 @@ class Entry:
     transient_tries: int = 0
     clipped: bool = False
     drafted: bool = False  # its last call showed a draft, which is no chat message
-    since: float = 0.0  # when it was submitted (the outbox's clock)
+    # When it was submitted (the outbox's clock). A merge keeps the older entry and
+    # so its time: the person has waited since the oldest op the merged one replaced.
+    since: float = 0.0
     start: bool = False  # a stream start of the platform's budget is taken for it
 
     def renew(self, op: Op) -> None:
         """New content replaces the op: a cut made for the old text no longer applies.
-        `transient_tries` stays: it measures the platform's health, not the content."""
+        `transient_tries` stays: it measures the platform's health, not the content;
+        `since` too: the wait for the slot's new text began with the op replaced."""
         self.op = op
         self.clipped = False
 
@@ -112,3 +119,15 @@ def is_routine(op: Op) -> bool:
 
 def slot_of(op: Op) -> str | None:
     return None if isinstance(op, AnswerPress | React) else op.slot
+
+
+def log_drop(lane: Lane, entry: Entry, error: Exception | None) -> None:
+    """Logs name the op, slot and chat, never message text (that stays at DEBUG)."""
+    what = (kind_of(entry.op), slot_of(entry.op), lane.name)
+    if error is None:
+        log.info("outbox: dropped %s of slot %r in chat %s: no message", *what)
+    elif isinstance(error, PlatformError):
+        log.warning("outbox: gave up on %s of slot %r in chat %s: %s", *what, type(error).__name__)
+        log.debug("outbox: %s failure detail: %s", what[0], error)
+    else:
+        log.error("outbox: unexpected error on %s of slot %r in chat %s", *what, exc_info=error)

@@ -79,7 +79,8 @@ def _compose_command() -> list[str] | None:
     return [legacy] if legacy else None
 
 
-def test_the_compose_file_is_valid_and_stores_in_redis(tmp_path: Path) -> None:
+def _resolved(tmp_path: Path, *profiles: str) -> dict[str, Any]:
+    """The compose file as `config` resolves it, with `profiles` active."""
     compose = _compose_command()
     if compose is None:
         pytest.skip("no `docker compose` or docker-compose (Debian package docker-compose)")
@@ -88,8 +89,9 @@ def test_the_compose_file_is_valid_and_stores_in_redis(tmp_path: Path) -> None:
     shutil.copy(DEPLOY / "compose.yaml", tmp_path / "deploy" / "compose.yaml")
     env = "TELEGRAM_BOT_TOKEN=1:x\nREDIS_PASSWORD=pw\nPI_BRIDGE_STORE=redis://:pw@redis:6379/0\n"
     (tmp_path / "deploy" / "bridge.env").write_text(env)
+    active = [arg for profile in profiles for arg in ("--profile", profile)]
     done = subprocess.run(
-        [*compose, "-p", "pi-bridge", "-f", "deploy/compose.yaml", "config"],
+        [*compose, "-p", "pi-bridge", "-f", "deploy/compose.yaml", *active, "config"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -97,13 +99,26 @@ def test_the_compose_file_is_valid_and_stores_in_redis(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     resolved: dict[str, Any] = yaml.safe_load(done.stdout)
+    return resolved
+
+
+def _volumes(service: dict[str, Any]) -> dict[str, str]:
+    """Mount target → source; docker compose v2 resolves volumes to mappings, Debian's
+    docker-compose to strings."""
+    pairs = [
+        (v["target"], v["source"]) if isinstance(v, dict) else tuple(v.split(":")[1::-1])
+        for v in service["volumes"]
+    ]
+    return dict(pairs)
+
+
+def test_the_compose_file_is_valid_and_stores_in_redis(tmp_path: Path) -> None:
+    resolved = _resolved(tmp_path)
     bridge, redis = resolved["services"]["bridge"], resolved["services"]["redis"]
     assert bridge["environment"]["PI_BRIDGE_STORE"] == "redis://:pw@redis:6379/0"
     assert bridge["environment"]["PI_BRIDGE_DATA_DIR"] == "/data"
     assert bridge["environment"]["TELEGRAM_BOT_TOKEN"] == "1:x"  # from the env file
-    # docker compose v2 resolves volumes to mappings, Debian's docker-compose to strings.
-    targets = [v["target"] if isinstance(v, dict) else v.split(":")[1] for v in bridge["volumes"]]
-    assert "/data" in targets
+    assert "/data" in _volumes(bridge)
     assert "appendonly" in " ".join(redis["command"])  # state survives a Redis restart
     # The agents have the network: a Redis they could reach must want the password.
     # (`config` prints the command still escaped for compose: `$${...}`)
@@ -113,6 +128,48 @@ def test_the_compose_file_is_valid_and_stores_in_redis(tmp_path: Path) -> None:
     assert "redis" in bridge["depends_on"]
     # Compose kills after the grace period: it must outlast the drain.
     assert _seconds(str(bridge["stop_grace_period"])) > DRAIN
+    # The default: what `up` starts without a profile.
+    assert "profiles" not in bridge
+    assert "profiles" not in redis
+
+
+SCALE_ROLES = {
+    "frontend-1": "frontend",
+    "frontend-2": "frontend",
+    "worker-1": "worker",
+    "worker-2": "worker",
+}
+
+
+def test_the_scale_profile_runs_frontends_and_workers_on_one_redis_and_one_volume(
+    tmp_path: Path,
+) -> None:
+    services: dict[str, Any] = _resolved(tmp_path, "scale")["services"]
+    assert SCALE_ROLES.keys() <= services.keys()
+    bridge = services["bridge"]
+    sources = set()
+    for name, role in SCALE_ROLES.items():
+        service = services[name]
+        assert service["profiles"] == ["scale"], name
+        assert service["image"] == bridge["image"], name
+        env = service["environment"]
+        assert env["PI_BRIDGE_ROLE"] == role, name
+        assert env["PI_BRIDGE_STORE"] == "redis://:pw@redis:6379/0", name  # from the env file
+        assert (env["PI_BRIDGE_METRICS_PORT"], env["PI_BRIDGE_METRICS_HOST"]) == (
+            "9100",
+            "0.0.0.0",
+        )
+        assert service["depends_on"]["redis"]["condition"] == "service_healthy", name
+        assert "seccomp:unconfined" in service["security_opt"], name
+        assert env["PI_BRIDGE_DATA_DIR"] == "/data", name
+        sources.add(_volumes(service)["/data"])
+        assert _seconds(str(service["stop_grace_period"])) > DRAIN, name
+    # Workers resume each other's sessions: one volume for all, the one `bridge` uses.
+    assert sources == {_volumes(bridge)["/data"]}
+    # A worker's name is its hostname: each needs its own.
+    hostnames = [services[name].get("hostname") for name in SCALE_ROLES]
+    assert None not in hostnames
+    assert len(set(hostnames)) == len(hostnames)
 
 
 # --- systemd -----------------------------------------------------------------------------

@@ -439,6 +439,25 @@ async def test_a_wanted_edit_merged_with_a_routine_one_does_not_wait_for_spare_b
     assert edit.at - start < 10  # in turn with the other chats, not after their streams
 
 
+async def test_sends_and_wanted_edits_are_timed_from_their_first_submit_to_being_shown() -> None:
+    limits = PlatformLimits(edit_interval=1.0, chat_rate=10.0)
+    async with serving(limits, latency=0.5) as rig:  # every call takes 0.5 s
+        await rig.deliver(Send("answer", "…"))  # submitted at 0, shown at 0.5
+        rig.outbox.submit(KEY, CHAT, [Edit("answer", "v1")])  # at 0.5: waits for 1.55
+        await rig.clock.sleep(0.25)
+        await rig.deliver(Edit("answer", "v2"))  # merged into v1, which keeps its 0.5
+        await rig.deliver(Edit("answer", "v2 (5 s)", routine=True))  # nobody waits for it
+    shown = 0.5 + 1.0 + EDIT_MARGIN + 0.5  # the edit interval from the send's answer, +0.5 s
+    edits = rig.platform.calls_of("edit", ok=True)
+    assert [c.text for c in edits] == ["v2", "v2 (5 s)"]
+    assert [c.at for c in edits] == pytest.approx([shown, shown + 1.0 + EDIT_MARGIN + 0.5])
+    visible = rig.outbox.stats.visible
+    # The send: 0.5 s; the edit: from v1's submit at 0.5 to its answer, 1.55 s.
+    assert visible.count == 2
+    assert visible.total == pytest.approx(0.5 + (shown - 0.5))
+    assert visible.cumulative()[6:9] == [("0.5", 1), ("1", 1), ("2.5", 2)]
+
+
 async def test_a_press_is_answered_ahead_of_the_chats_queued_and_rate_limited_messages() -> None:
     async with serving() as rig:
         rig.platform.fail_next("send", RateLimited(20.0))

@@ -47,8 +47,11 @@ def answers_ping(port: int) -> bool:
 class RedisServer:
     """`with RedisServer(workdir) as server:` a running server at `server.url`."""
 
-    def __init__(self, workdir: Path, *, executable: str | None = None) -> None:
+    def __init__(
+        self, workdir: Path, *, executable: str | None = None, persist: bool = False
+    ) -> None:
         self._workdir = workdir
+        self._persist = persist  # an append-only file, so a restart keeps the data
         self._executable = executable or redis_server_bin()
         self._process: subprocess.Popen[bytes] | None = None
         self._port = 0
@@ -75,7 +78,9 @@ class RedisServer:
         argv = [
             self._executable,
             *("--port", str(port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no"),
+            *("--save", ""),
+            *(("--appendonly", "yes", "--appendfsync", "always") if self._persist else ()),
+            *(("--appendonly", "no") if not self._persist else ()),
             *("--dir", str(self._workdir), "--daemonize", "no"),
         ]
         with (self._workdir / "redis.log").open("ab") as log:
@@ -92,6 +97,13 @@ class RedisServer:
             time.sleep(0.02)
         self.stop()
         return False
+
+    def restart(self) -> None:
+        """Stop, then start again on the same port (with `persist`, the same data)."""
+        port = self._port
+        self.stop()
+        if not self._start_once(port):
+            raise RuntimeError(f"redis-server did not start again; its output:\n{self._output()}")
 
     def stop(self) -> None:
         """Terminate our server (by its pid) and reap it; a no-op when not running."""

@@ -1,0 +1,210 @@
+"""`pi-bridge run --role frontend | worker`: the scale-out's two halves, assembled.
+
+A frontend serves each configured platform as `--role all` does, but its bridges
+forward what they admit (`bridge.scale.frontend.Forwarder`) and make the workers'
+platform calls (`bridge.scale.calls.CallServer`); Telegram long polling runs in
+one frontend at a time, by lease. A worker runs a `Bridge` per platform whose
+adapter is remote (`RemoteAdapter`: pure parts local, calls through a frontend)
+and whose conversations come and go with their leases (`bridge.scale.worker`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import secrets
+import socket
+from typing import TYPE_CHECKING
+
+import anyio
+import redis.asyncio as aioredis
+
+from bridge.app.platforms import for_platform
+from bridge.scale.calls import CallLink, CallServer, RemoteAdapter
+from bridge.scale.frontend import Forwarder, while_polling
+from bridge.scale.lease import Leases
+from bridge.scale.names import identity_key, scale_prefix
+from bridge.scale.worker import Worker, WorkerSettings
+from bridge.service import Bridge
+from bridge.store.redis import DEFAULT_PREFIX, split_prefix
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from bridge.app.config import Loaded
+    from bridge.metrics import Counted, Metrics
+    from bridge.model import Adapter
+    from bridge.options import BridgeOptions
+    from bridge.scale.stats import ScaleStats
+    from bridge.store.base import Store
+
+log = logging.getLogger("bridge.cli")
+
+IDENTITY_TTL = 24 * 60 * 60
+
+
+@contextlib.asynccontextmanager
+async def scale_redis(url: str) -> AsyncIterator[tuple[aioredis.Redis, str]]:
+    """A client of the store's Redis, and the prefix the scale-out's keys live under."""
+    client_url, prefix = split_prefix(url)
+    client = aioredis.from_url(client_url, decode_responses=True, health_check_interval=10)
+    try:
+        yield client, scale_prefix(DEFAULT_PREFIX if prefix is None else prefix)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await client.aclose()
+
+
+async def frontend(
+    loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event, stats: ScaleStats
+) -> None:
+    from adapters.slack.groups import user_groups_in
+    from adapters.slack.runner import PREFIXES, run_slack
+    from adapters.telegram.runner import serve as serve_telegram
+
+    instance = f"{socket.gethostname()}-{secrets.token_hex(3)}"
+    stats.role, stats.name = "frontend", instance
+    ttl = loaded.config.worker.lease_ttl
+    async with scale_redis(loaded.config.store) as (client, prefix):
+        leases = Leases(client, prefix)
+
+        @contextlib.asynccontextmanager
+        async def serving(
+            platform: str, adapter: Adapter, options: BridgeOptions, **kw: object
+        ) -> AsyncIterator[Counted]:
+            forward = Forwarder(client, prefix, options, stats)
+            calls = CallServer(
+                client, prefix, platform, adapter, instance, leases.current_token, stats
+            )
+            async with (
+                Bridge(adapter, store, options, forward=forward, **kw) as bridge,  # type: ignore[arg-type]
+                anyio.create_task_group() as tg,
+            ):
+                await tg.start(calls.run)
+                yield metrics.counting(platform, bridge)
+                tg.cancel_scope.cancel()
+
+        async def telegram() -> None:
+            settings = loaded.telegram
+            assert settings is not None
+            options = for_platform(
+                loaded.options, "tg:", settings.allowed_users, settings.approvers
+            )
+
+            @contextlib.asynccontextmanager
+            async def bridge_for(adapter: Adapter, bot_name: str) -> AsyncIterator[Counted]:
+                # Workers route group mentions by the bot's name; only frontends learn it.
+                key = identity_key(prefix, "telegram")
+                await client.set(key, bot_name, ex=IDENTITY_TTL)
+                async with serving("telegram", adapter, options, bot_name=bot_name) as handler:
+                    yield handler
+
+            gate = None
+            if not settings.webhook_url:
+                gate = functools.partial(while_polling, client, prefix, instance, ttl, stats)
+            await serve_telegram(settings, bridge_for, stop=stopping, poll_gate=gate)
+
+        async def slack() -> None:
+            settings = loaded.slack
+            assert settings is not None
+            options = for_platform(
+                loaded.options, "slack:", settings.allowed_users, settings.approvers
+            )
+
+            def bridge_for(adapter: Adapter) -> contextlib.AbstractAsyncContextManager[Counted]:
+                return serving("slack", adapter, options, prefixes=PREFIXES)
+
+            groups = user_groups_in(*(chat.approvers for chat in options.chats.values()))
+            await run_slack(settings, bridge_for, store, stop=stopping, user_groups=groups)
+
+        async with anyio.create_task_group() as tg:
+            if loaded.telegram is not None:
+                tg.start_soon(telegram)
+            if loaded.slack is not None:
+                tg.start_soon(slack)
+
+
+async def worker(
+    loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event, stats: ScaleStats
+) -> None:
+    from adapters.slack.runner import PREFIXES, build_adapter
+    from adapters.telegram.adapter import TelegramAdapter
+    from adapters.telegram.runner import make_bot
+
+    section = loaded.config.worker
+    settings = WorkerSettings(
+        name=section.name or socket.gethostname(),
+        instance=secrets.token_hex(4),
+        max_agents=section.max_agents,
+        lease_ttl=section.lease_ttl,
+    )
+    stats.role, stats.name = "worker", settings.name
+    async with scale_redis(loaded.config.store) as (client, prefix):
+        worker = Worker(client, prefix, settings, stats)
+        link = CallLink(client, prefix, settings.holder, stats)
+        async with anyio.create_task_group() as tg:
+            await tg.start(link.run)
+            async with contextlib.AsyncExitStack() as stack:
+                bridges: list[Bridge] = []
+                tg_settings, slack_settings = loaded.telegram, loaded.slack
+                if tg_settings is not None:
+                    bot_name = await _identity(client, prefix, "telegram", stopping)
+                    local = TelegramAdapter(
+                        make_bot(tg_settings), drafts=tg_settings.streaming == "draft"
+                    )
+                    options = for_platform(
+                        loaded.options, "tg:", tg_settings.allowed_users, tg_settings.approvers
+                    )
+                    remote = RemoteAdapter(local, link, "telegram", worker.fence)
+                    bridge = Bridge(
+                        remote, store, options, bot_name=bot_name, shared=True, taken=worker.taken
+                    )
+                    bridges.append(await stack.enter_async_context(bridge))
+                    metrics.counting("telegram", bridge)
+                if slack_settings is not None:
+                    options = for_platform(
+                        loaded.options,
+                        "slack:",
+                        slack_settings.allowed_users,
+                        slack_settings.approvers,
+                    )
+                    remote = RemoteAdapter(
+                        build_adapter(slack_settings), link, "slack", worker.fence
+                    )
+                    bridge = Bridge(
+                        remote, store, options, prefixes=PREFIXES, shared=True, taken=worker.taken
+                    )
+                    bridges.append(await stack.enter_async_context(bridge))
+                    metrics.counting("slack", bridge)
+                worker.bridges = bridges
+                await tg.start(worker.run)
+                log.info(
+                    "worker %s serving (up to %d conversations)",
+                    settings.holder,
+                    settings.max_agents,
+                )
+                await stopping.wait()
+                log.info("worker %s: handing idle conversations over, then draining", settings.name)
+                await worker.hand_over_idle()
+            # The bridges drained: with on_stop = "stop" nothing runs here any more;
+            # with "detach" the running agents' leases are kept for this name's restart.
+            if loaded.options.on_stop == "stop":
+                await worker.release_all()
+            tg.cancel_scope.cancel()
+
+
+async def _identity(
+    client: aioredis.Redis, prefix: str, platform: str, stopping: anyio.Event
+) -> str:
+    """The bot's name as a frontend published it; waits for the first frontend."""
+    key, told = identity_key(prefix, platform), False
+    while not stopping.is_set():
+        value = await client.get(key)
+        if value is not None:
+            return str(value)
+        if not told:
+            log.info("waiting for a frontend to publish the %s bot's name", platform)
+            told = True
+        await anyio.sleep(0.5)
+    return ""

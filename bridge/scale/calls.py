@@ -1,0 +1,396 @@
+"""A worker's platform calls, made by a frontend: `RemoteAdapter` and `CallServer`.
+
+The worker's outbox is the ordinary one (ordering, coalescing, slots, streams,
+retries); only its adapter is remote. Each call goes on the platform's call stream
+(`calls:<platform>`, read by every frontend through one consumer group, so each
+call is made by one frontend) and its answer comes back on the worker's own reply
+stream. The outbox makes one call at a time per chat, so a chat's order holds
+whichever frontends make its calls.
+
+A call is acknowledged as soon as a frontend reads it: it is made at most once. A
+call whose answer does not come within `CALL_TIMEOUT` is a `TransientError` to the
+outbox (which retries), and a frontend never makes a call past its deadline, so a
+retried call is not made twice by a slow frontend. Before a call for a
+conversation the frontend checks the worker's fencing token is still the
+conversation's: a worker that lost its lease gets `Fenced` and touches nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from redis.exceptions import RedisError, ResponseError
+
+from bridge.model import ChatRef, MessageRef, PlatformError, TransientError
+from bridge.outbox.calls import CALLING
+from bridge.outbox.drafts import Drafting
+from bridge.outbox.streams import Streaming
+from bridge.scale.budget import Budgets
+from bridge.scale.wire import Answer, Call, Fenced, failed, raise_for
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import redis.asyncio as aioredis
+    from anyio.abc import TaskStatus
+
+    from bridge.model import Adapter, Keyboard, Markup, PlatformLimits, ReactionState, Task
+    from bridge.scale.stats import ScaleStats
+
+log = logging.getLogger(__name__)
+
+CALL_TIMEOUT = 30.0  # s a worker waits for a frontend's answer
+GROUP = "frontends"
+STREAM_CAP = 100_000  # entries kept in a call or reply stream (approximate trimming)
+BLOCK_MS = 2000
+CONCURRENT_CALLS = 64  # per frontend and platform
+
+
+def calls_stream(prefix: str, platform: str) -> str:
+    return f"{prefix}calls:{platform}"
+
+
+def replies_stream(prefix: str, instance: str) -> str:
+    return f"{prefix}replies:{instance}"
+
+
+class CallLink:
+    """A worker's side of the call streams: send a call, wait for its answer."""
+
+    def __init__(
+        self, client: aioredis.Redis, prefix: str, instance: str, stats: ScaleStats
+    ) -> None:
+        self._redis = client
+        self._prefix = prefix
+        self._replies = replies_stream(prefix, instance)
+        self._stats = stats
+        self._waiting: dict[str, tuple[anyio.Event, list[Answer]]] = {}
+
+    async def call(self, platform: str, call: Call) -> Answer:
+        done, box = anyio.Event(), list[Answer]()
+        self._waiting[call.id] = (done, box)
+        started = time.monotonic()
+        try:
+            fields: Any = {"c": call.model_dump_json(), "r": self._replies}
+            try:
+                await self._redis.xadd(
+                    calls_stream(self._prefix, platform), fields, maxlen=STREAM_CAP
+                )
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                raise TransientError(f"Redis: {exc}") from None
+            with anyio.move_on_after(CALL_TIMEOUT):
+                await done.wait()
+            if not box:
+                raise TransientError(f"no frontend answered in {CALL_TIMEOUT:g} s")
+            self._stats.call_seconds.observe(time.monotonic() - started)
+            answer: Answer = box[0]
+            return answer
+        finally:
+            self._waiting.pop(call.id, None)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Read the answers for this worker until cancelled."""
+        last = "$"
+        task_status.started()
+        backoff = 0.1
+        while True:
+            try:
+                found: Any = await self._redis.xread(
+                    {self._replies: last}, count=200, block=BLOCK_MS
+                )
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                log.warning("reading call answers failed (%s); retrying in %.1f s", exc, backoff)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            backoff = 0.1
+            for _stream, entries in found or ():
+                for entry_id, fields in entries:
+                    last = entry_id
+                    self._answered(fields.get("a", ""))
+                if entries:
+                    await _quietly(self._redis.xtrim(self._replies, minid=last))
+
+    def _answered(self, raw: str) -> None:
+        try:
+            answer = Answer.model_validate_json(raw)
+        except ValueError:
+            log.warning("an unreadable call answer was dropped")
+            return
+        waiting = self._waiting.get(answer.id)
+        if waiting is not None:
+            waiting[1].append(answer)
+            waiting[0].set()
+
+
+class RemoteAdapter:
+    """`Adapter` (with streams, drafts and direct messages) whose calls a frontend
+    makes; what needs no platform (limits, formatting, which chats stream) is the
+    local adapter's."""
+
+    def __init__(
+        self,
+        local: Adapter,
+        link: CallLink,
+        platform: str,
+        fence: Callable[[str], int],
+    ) -> None:
+        self._local = local
+        self._link = link
+        self._platform = platform
+        self._fence = fence  # conversation key → this worker's token for it (0: none)
+
+    @property
+    def limits(self) -> PlatformLimits:
+        return self._local.limits
+
+    def format(self, markdown: str, limit: int) -> list[str]:
+        return self._local.format(markdown, limit)
+
+    def streams_in(self, chat: ChatRef) -> bool:
+        local = self._local
+        return isinstance(local, Streaming) and local.streams_in(chat)
+
+    def drafts_in(self, chat: ChatRef) -> bool:
+        local = self._local
+        return isinstance(local, Drafting) and local.drafts_in(chat)
+
+    async def _call(self, method: Any, **args: Any) -> Answer:
+        key = CALLING.get()
+        fence = self._fence(key) if key else 0
+        if key and fence == 0:
+            raise Fenced(f"{key} is not this worker's")
+        call = Call(
+            id=secrets.token_hex(8),
+            method=method,
+            key=key,
+            fence=fence,
+            deadline=time.time() + CALL_TIMEOUT,
+            **args,
+        )
+        answer = await self._link.call(self._platform, call)
+        raise_for(answer)
+        return answer
+
+    async def _ref(self, method: Any, **args: Any) -> MessageRef:
+        answer = await self._call(method, **args)
+        if answer.ref is None:
+            raise PlatformError(f"{method}: the frontend's answer has no message")
+        return answer.ref
+
+    async def send(
+        self,
+        chat: ChatRef,
+        text: str,
+        *,
+        markup: Markup = "plain",
+        buttons: Keyboard = (),
+        force_reply: bool = False,
+        silent: bool = False,
+    ) -> MessageRef:
+        return await self._ref(
+            "send",
+            chat=chat,
+            text=text,
+            markup=markup,
+            buttons=buttons,
+            force_reply=force_reply,
+            silent=silent,
+        )
+
+    async def edit(
+        self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
+    ) -> None:
+        await self._call("edit", ref=ref, text=text, markup=markup, buttons=buttons)
+
+    async def delete(self, ref: MessageRef) -> None:
+        await self._call("delete", ref=ref)
+
+    async def upload(
+        self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
+    ) -> MessageRef:
+        return await self._ref("upload", chat=chat, filename=filename, data=data, text=caption)
+
+    async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
+        await self._call("answer_press", press_id=press_id, text=text, alert=alert)
+
+    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
+        await self._call("react", chat=chat, message_id=message_id, state=state)
+
+    async def start_stream(
+        self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> MessageRef:
+        return await self._ref("start_stream", chat=chat, text=markdown, tasks=tuple(tasks))
+
+    async def append_stream(
+        self, ref: MessageRef, markdown: str, tasks: Sequence[Task] = ()
+    ) -> None:
+        await self._call("append_stream", ref=ref, text=markdown, tasks=tuple(tasks))
+
+    async def stop_stream(self, ref: MessageRef, markdown: str) -> None:
+        await self._call("stop_stream", ref=ref, text=markdown)
+
+    async def set_status(self, chat: ChatRef, text: str) -> None:
+        await self._call("set_status", chat=chat, text=text)
+
+    async def draft(
+        self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
+    ) -> None:
+        await self._call("draft", chat=chat, draft_id=draft_id, text=text, markup=markup)
+
+    async def direct_chat(self, user_id: str) -> ChatRef | None:
+        return (await self._call("direct_chat", user_id=user_id)).chat
+
+
+class CallServer:
+    """A frontend's side: make the calls workers send for one platform."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        prefix: str,
+        platform: str,
+        adapter: Adapter,
+        instance: str,
+        fence_of: Callable[[str], Any],
+        stats: ScaleStats,
+    ) -> None:
+        self._redis = client
+        self._stream = calls_stream(prefix, platform)
+        self._adapter = adapter
+        self._instance = instance
+        self._fence_of = fence_of  # key → awaitable current token
+        self._budgets = Budgets(client, prefix, platform)
+        self._stats = stats
+        self._limiter = anyio.Semaphore(CONCURRENT_CALLS)  # released by the task it starts
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        backoff, ready = 0.1, False
+        async with anyio.create_task_group() as tg:
+            while True:
+                try:
+                    if not ready:  # again after any failure: Redis may have lost it
+                        # From the start: calls made before any frontend ran are past
+                        # their deadlines by now, or still wanted.
+                        await _ensure_group(self._redis, self._stream, GROUP, "0")
+                        ready = True
+                    found: Any = await self._redis.xreadgroup(
+                        GROUP, self._instance, {self._stream: ">"}, count=50, block=BLOCK_MS
+                    )
+                    ids = [entry_id for _s, entries in found or () for entry_id, _f in entries]
+                    if ids:  # at most once: a lost call is retried by its worker
+                        await self._redis.xack(self._stream, GROUP, *ids)
+                except RedisError as exc:
+                    self._stats.redis_errors += 1
+                    ready = False
+                    log.warning("reading platform calls failed (%s); retrying", exc)
+                    await anyio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                backoff = 0.1
+                for _stream, entries in found or ():
+                    for _id, fields in entries:
+                        await self._limiter.acquire()
+                        tg.start_soon(self._serve, fields)
+
+    async def _serve(self, fields: dict[str, str]) -> None:
+        try:
+            try:
+                call = Call.model_validate_json(fields.get("c", ""))
+            except ValueError:
+                log.warning("an unreadable platform call was dropped")
+                return
+            answer = await self._answer(call)
+            if answer is not None:
+                await self._redis.xadd(
+                    fields.get("r", ""), {"a": answer.model_dump_json()}, maxlen=STREAM_CAP
+                )
+        except RedisError as exc:
+            self._stats.redis_errors += 1
+            log.warning("answering a platform call failed: %s", exc)
+        except Exception:  # one call's bug must not end the frontend
+            log.exception("a platform call failed")
+        finally:
+            self._limiter.release()
+
+    async def _answer(self, call: Call) -> Answer | None:
+        if call.deadline and time.time() > call.deadline:
+            return None  # its worker gave up on it, and may have retried it already
+        if call.key and int(await self._fence_of(call.key)) != call.fence:
+            return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
+        chat = call.chat or (call.ref.chat if call.ref is not None else None)
+        buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
+        self._stats.budget_waits += await self._budgets.take(buckets)
+        try:
+            return await perform(self._adapter, call)
+        except PlatformError as exc:
+            return failed(call.id, exc)
+        except Exception as exc:  # the adapter's bug: the worker's outbox drops the op
+            log.exception("platform call %s failed", call.method)
+            return failed(call.id, PlatformError(f"{type(exc).__name__}: {exc}"))
+
+
+async def perform(adapter: Adapter, call: Call) -> Answer:
+    """Make `call` through `adapter`."""
+    a: Any = adapter  # streams, drafts and direct messages are optional capabilities
+    ref: MessageRef | None = None
+    chat: ChatRef | None = None
+    match call.method:
+        case "send":
+            assert call.chat is not None
+            ref = await adapter.send(
+                call.chat,
+                call.text,
+                markup=call.markup,
+                buttons=call.buttons,
+                force_reply=call.force_reply,
+                silent=call.silent,
+            )
+        case "edit":
+            assert call.ref is not None
+            await adapter.edit(call.ref, call.text, markup=call.markup, buttons=call.buttons)
+        case "delete":
+            assert call.ref is not None
+            await adapter.delete(call.ref)
+        case "upload":
+            assert call.chat is not None
+            ref = await adapter.upload(call.chat, call.filename, call.data, caption=call.text)
+        case "answer_press":
+            await adapter.answer_press(call.press_id, call.text, alert=call.alert)
+        case "react":
+            assert call.chat is not None
+            await adapter.react(call.chat, call.message_id, call.state)
+        case "start_stream":
+            ref = await a.start_stream(call.chat, call.text, call.tasks)
+        case "append_stream":
+            await a.append_stream(call.ref, call.text, call.tasks)
+        case "stop_stream":
+            await a.stop_stream(call.ref, call.text)
+        case "set_status":
+            await a.set_status(call.chat, call.text)
+        case "draft":
+            await a.draft(call.chat, call.draft_id, call.text, markup=call.markup)
+        case "direct_chat":
+            chat = await a.direct_chat(call.user_id) if hasattr(a, "direct_chat") else None
+    return Answer(id=call.id, ref=ref, chat=chat)
+
+
+async def _ensure_group(client: aioredis.Redis, stream: str, group: str, start: str) -> None:
+    try:
+        await client.xgroup_create(stream, group, id=start, mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+async def _quietly(awaitable: Any) -> None:
+    with contextlib.suppress(RedisError):
+        await awaitable

@@ -1,0 +1,164 @@
+"""A frontend's part: admitted inbounds onto their conversation's stream, and the
+Telegram poller run only while this frontend holds the polling lease.
+
+`Forwarder.deliver` fetches the inbound's files (only a frontend can: the URLs need
+the platform's token), then one Lua script marks its delivery id seen, adds it to
+`in:<key>` and, when the conversation has no owner, names it on the claims stream
+for a worker with room to take. Marked and queued in one step: an update
+redelivered, or polled again by the next frontend after a takeover, is dropped,
+and one that failed to queue is not marked, so its redelivery goes through.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+import anyio
+from redis.exceptions import RedisError
+
+from bridge.attachments import FETCH_TIMEOUT, too_large
+from bridge.model import MAX_ATTACHMENT, AttachmentRefused
+from bridge.scale.lease import Held, Leases
+from bridge.scale.names import POLL_LEASE, claims_stream, inbound_stream, seen_key
+from bridge.scale.wire import Carried, envelope
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    import redis.asyncio as aioredis
+
+    from bridge.model import Attachment, Inbound
+    from bridge.options import BridgeOptions
+    from bridge.scale.stats import ScaleStats
+
+log = logging.getLogger(__name__)
+
+CLAIMS_CAP = 100_000
+
+# KEYS: inbound stream, lease, claims, seen ("" none). ARGV: envelope, key, seen ttl ms.
+# → the entry id, or "" for a delivery id seen before.
+_FORWARD = """
+if KEYS[4] ~= '' then
+  if not redis.call('SET', KEYS[4], '1', 'NX', 'PX', ARGV[3]) then return '' end
+end
+local id = redis.call('XADD', KEYS[1], '*', 'e', ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', '100000', '*', 'k', ARGV[2])
+end
+return id
+"""
+
+
+class Forwarder:
+    """`bridge.service.Forward` onto Redis."""
+
+    def __init__(
+        self, client: aioredis.Redis, prefix: str, options: BridgeOptions, stats: ScaleStats
+    ) -> None:
+        self._prefix = prefix
+        self._options = options
+        self._stats = stats
+        self._leases = Leases(client, prefix)
+        self._forward = client.register_script(_FORWARD)
+
+    async def deliver(self, inbound: Inbound, arrived: float) -> bool:
+        carried = tuple([await self._carry(a) for a in inbound.attachments])
+        raw = envelope(inbound, carried, arrived)
+        seen = seen_key(self._prefix, inbound.event_id) if inbound.event_id else ""
+        keys = [
+            inbound_stream(self._prefix, inbound.key),
+            self._leases.lease_key(inbound.key),
+            claims_stream(self._prefix),
+            seen,
+        ]
+        ttl = str(int(self._options.dedupe_ttl * 1000))
+        try:
+            entry = await self._forward(keys=keys, args=[raw, inbound.key, ttl])
+        except RedisError:
+            self._stats.redis_errors += 1
+            raise  # the bridge leaves it unconfirmed: the platform delivers it again
+        if not entry:
+            log.debug("delivery %s seen before; dropped", inbound.event_id)
+        return True
+
+    async def _carry(self, attachment: Attachment) -> Carried:
+        image = attachment.kind == "image"
+        cap = MAX_ATTACHMENT if image else self._options.file_max_bytes
+        data, refused = None, ""
+        try:
+            if attachment.size is not None and attachment.size > cap:
+                raise too_large(cap, attachment.size)
+            with anyio.fail_after(FETCH_TIMEOUT):
+                data = await attachment.fetch(cap)
+        except AttachmentRefused as exc:
+            refused = str(exc)
+        except Exception as exc:  # the worker tells the sender it could not be had
+            log.warning("fetching an attachment failed: %s", exc)
+            refused = "it could not be fetched from the platform"
+        return Carried(
+            attachment.kind,
+            attachment.mime_type,
+            attachment.size,
+            name=attachment.name,
+            transcript=attachment.transcript,
+            data=data,
+            refused=refused,
+        )
+
+
+async def while_polling(
+    client: aioredis.Redis,
+    prefix: str,
+    holder: str,
+    ttl: float,
+    stats: ScaleStats,
+    poll: Callable[[], Awaitable[None]],
+) -> None:
+    """Run `poll` only while this frontend holds the polling lease; cancelled, let
+    the lease go so another frontend polls at once."""
+    leases = Leases(client, prefix)
+    while True:
+        try:
+            held = await leases.claim(POLL_LEASE, holder, ttl, indexed=False)
+        except RedisError as exc:
+            stats.redis_errors += 1
+            log.warning("could not ask for the Telegram polling lease: %s", exc)
+            held = None
+        if held is None:
+            await anyio.sleep(ttl / 3)
+            continue
+        log.info("polling Telegram (lease token %d)", held.token)
+        stats.polling = True
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_poll_then_cancel, poll, tg.cancel_scope)
+                await _keep(leases, held, ttl, stats)
+                tg.cancel_scope.cancel()
+            log.warning("lost the Telegram polling lease; another frontend polls now")
+        finally:
+            stats.polling = False
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2), suppress(RedisError):
+                await leases.release(held, indexed=False)
+
+
+async def _poll_then_cancel(poll: Callable[[], Awaitable[None]], scope: anyio.CancelScope) -> None:
+    await poll()
+    scope.cancel()
+
+
+async def _keep(leases: Leases, held: Held, ttl: float, stats: ScaleStats) -> None:
+    """Renew until the lease is lost, or Redis has not confirmed it for most of `ttl`."""
+    confirmed = anyio.current_time()
+    while True:
+        await anyio.sleep(ttl / 3)
+        try:
+            if not await leases.renew(held, ttl, indexed=False):
+                return
+            confirmed = anyio.current_time()
+        except RedisError as exc:
+            stats.redis_errors += 1
+            log.warning("could not renew the Telegram polling lease: %s", exc)
+            if anyio.current_time() - confirmed > ttl * 2 / 3:
+                return  # it may lapse before Redis answers again: stop polling first

@@ -1,0 +1,407 @@
+"""A worker: owns conversations by lease, carries out their inbounds, runs their agents.
+
+Per conversation the inbounds arrive on their own stream (`in:<key>`), read
+through one consumer group: the stream moves with the conversation's lease, so a
+worker that takes a conversation over finds exactly its unfinished inbounds in the
+group's pending list (the earlier owner's entries are claimed over to it), and no
+conversation's backlog waits behind another's. An inbound is acknowledged (and
+removed) only once its conversation carried it out (`Services.taken`), by a script
+that checks the lease's holder and fencing token first.
+
+Loops: claims (a conversation with no owner, while there is room: `max_agents`),
+reading (one blocking XREADGROUP over every owned stream), renewing (every third
+of `lease_ttl`; a lease found lost, or not confirmed by Redis for a whole
+`lease_ttl`, is let go of at once: agent stopped, nothing more touched), and a
+sweep (conversations whose owner's lease lapsed, stale claims, idle conversations
+handed back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from redis.exceptions import RedisError, ResponseError
+
+from bridge.scale.lease import Held, Leases
+from bridge.scale.names import OWNER, WORKERS, claims_stream, inbound_stream
+from bridge.scale.wire import unwrap
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    import redis.asyncio as aioredis
+    from anyio.abc import TaskStatus
+
+    from bridge.model import Inbound
+    from bridge.scale.stats import ScaleStats
+    from bridge.service import Bridge
+
+log = logging.getLogger(__name__)
+
+BLOCK_MS = 250  # a newly owned stream joins the blocking read within this
+SWEEP_BATCH = 100
+RELEASE_FLUSH = 10.0  # s a handed-back conversation's last chat output may take
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    name: str
+    instance: str  # this process's: a restart with the same name is another instance
+    max_agents: int = 100  # conversations owned at once
+    lease_ttl: float = 15.0
+
+    @property
+    def holder(self) -> str:
+        return f"{self.name}/{self.instance}"
+
+
+@dataclass
+class Owned:
+    held: Held
+    stream: str
+    cursor: str = "0"  # "0" or an id: its pending entries still to read; ">" new ones
+    inflight: dict[str, str] = field(default_factory=dict)  # event id → entry id
+
+
+class Worker:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        prefix: str,
+        settings: WorkerSettings,
+        stats: ScaleStats,
+    ) -> None:
+        self._redis = client
+        self._prefix = prefix
+        self.settings = settings
+        self._stats = stats
+        self._leases = Leases(client, prefix)
+        self.bridges: list[Bridge] = []  # one per platform, set before `run`
+        self.owned: dict[str, Owned] = {}
+        self._events: dict[str, str] = {}  # event id → conversation key, while in flight
+        self._claiming = True
+        self._acks_in, self._acks = anyio.create_memory_object_stream[tuple[str, str]](10_000)
+
+    # --- what the bridges call ------------------------------------------------------
+
+    def fence(self, key: str) -> int:
+        owned = self.owned.get(key)
+        return owned.held.token if owned is not None else 0
+
+    def taken(self, inbound: Inbound) -> None:
+        """`Services.taken`: acknowledge the inbound's entry."""
+        key = self._events.pop(inbound.event_id, None)
+        owned = self.owned.get(key) if key is not None else None
+        if key is None or owned is None:
+            return
+        entry = owned.inflight.pop(inbound.event_id, None)
+        if entry is not None:
+            self._acks_in.send_nowait((key, entry))
+
+    # --- running --------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            for loop in (self._renewing, self._acking, self._reading, self._claims, self._sweeping):
+                tg.start_soon(_forever, loop)
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def hand_over_idle(self) -> None:
+        """Stop claiming; let go of every conversation not running (SIGTERM)."""
+        self._claiming = False
+        for key in list(self.owned):
+            bridge = self._bridge_for(key)
+            conversation = bridge.supervisor.conversations.get(key) if bridge else None
+            if conversation is None or not conversation.busy:
+                await self._release(key)
+
+    async def release_all(self) -> None:
+        """After the bridges drained with `on_stop = "stop"`: nothing runs here now."""
+        for key in list(self.owned):
+            await self._release(key)
+
+    # --- claiming -------------------------------------------------------------------
+
+    async def _claims(self) -> None:
+        stream = claims_stream(self._prefix)
+        ready = False
+        while True:
+            if not self._claiming or len(self.owned) >= self.settings.max_agents:
+                await anyio.sleep(0.5)
+                continue
+            try:
+                if not ready:
+                    await _ensure_group(self._redis, stream, WORKERS)
+                    ready = True
+                found: Any = await self._redis.xreadgroup(
+                    WORKERS, self.settings.holder, {stream: ">"}, count=1, block=1000
+                )
+                for _s, entries in found or ():
+                    for entry_id, fields in entries:
+                        await self._claim(fields.get("k", ""))
+                        await self._redis.xack(stream, WORKERS, entry_id)
+            except RedisError as exc:
+                ready = False
+                await self._redis_failed("reading claims", exc)
+
+    async def _claim(self, key: str, *, lapsed: bool = False) -> None:
+        bridge = self._bridge_for(key)
+        if key in self.owned or bridge is None or not self._claiming:
+            return
+        settings = self.settings
+        mine = f"{settings.name}/"
+        held = await self._leases.claim(key, settings.holder, settings.lease_ttl, mine_prefix=mine)
+        if held is None:
+            return
+        stream = inbound_stream(self._prefix, key)
+        await _ensure_group(self._redis, stream, OWNER)
+        # Whatever an earlier owner read and never finished is this worker's now.
+        moved = await self._claim_pending(stream)
+        if lapsed or moved or (held.previous and held.previous != settings.holder):
+            self._stats.lease_takeovers += 1
+            log.info("took over %s (%d unfinished inbound(s))", key, moved)
+        self.owned[key] = Owned(held, stream)
+        self._stats.leases_held = len(self.owned)
+        try:
+            await bridge.supervisor.take_over(key)
+        except Exception:
+            log.exception("taking over %s failed", key)
+
+    async def _claim_pending(self, stream: str) -> int:
+        moved, start = 0, "0-0"
+        while True:
+            reply: Any = await self._redis.xautoclaim(
+                stream, OWNER, self.settings.holder, 0, start_id=start, count=100
+            )
+            start, entries = str(reply[0]), reply[1]
+            moved += len(entries)
+            if start == "0-0" or not entries:
+                return moved
+
+    # --- reading ----------------------------------------------------------------------
+
+    async def _reading(self) -> None:
+        while True:
+            streams: dict[Any, Any] = {o.stream: o.cursor for o in self.owned.values()}
+            if not streams:
+                await anyio.sleep(BLOCK_MS / 1000)
+                continue
+            try:
+                found: Any = await self._redis.xreadgroup(
+                    OWNER,
+                    self.settings.holder,
+                    streams,
+                    count=20,
+                    block=BLOCK_MS,
+                )
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    await self._redis_failed("reading inbounds", exc)
+                    continue
+                await self._regroup()
+                continue
+            except RedisError as exc:
+                await self._redis_failed("reading inbounds", exc)
+                continue
+            returned = {str(s) for s, e in found or () if e}
+            for owned in list(self.owned.values()):  # a pending read that found none: done
+                if owned.cursor != ">" and owned.stream not in returned:
+                    owned.cursor = ">"
+            for stream, entries in found or ():
+                for entry_id, fields in entries:
+                    await self._hand(str(stream), str(entry_id), fields)
+
+    async def _hand(self, stream: str, entry_id: str, fields: dict[str, str]) -> None:
+        key = stream.removeprefix(inbound_stream(self._prefix, ""))
+        owned = self.owned.get(key)
+        if owned is None:
+            return
+        if owned.cursor != ">":
+            owned.cursor = entry_id
+            if entry_id in owned.inflight.values():
+                return  # read again with the pending ones: already being carried out
+        bridge = self._bridge_for(key)
+        try:
+            inbound, arrived = unwrap(fields.get("e", ""))
+        except ValueError:
+            log.warning("%s: an unreadable inbound was dropped", key)
+            self._acks_in.send_nowait((key, entry_id))
+            return
+        if not inbound.event_id:
+            inbound = dataclasses.replace(inbound, event_id=f"entry:{entry_id}")
+        wall = time.time()
+        self._stats.stream_lag.observe(max(0.0, wall - int(entry_id.split("-")[0]) / 1000))
+        if bridge is None:
+            return
+        owned.inflight[inbound.event_id] = entry_id
+        self._events[inbound.event_id] = key
+        services = bridge.services
+        since = services.clock() - max(0.0, wall - arrived) if arrived else None
+        try:
+            delivered = await bridge.supervisor.deliver(inbound, since)
+        except Exception:
+            log.exception("%s: could not take an inbound in; it is read again", key)
+            delivered = False
+        if not delivered:  # left pending: read again shortly (or by the next owner)
+            owned.inflight.pop(inbound.event_id, None)
+            self._events.pop(inbound.event_id, None)
+            owned.cursor = "0"
+
+    async def _regroup(self) -> None:
+        """Redis lost the groups (restarted without its data): make them again."""
+        for owned in list(self.owned.values()):
+            try:
+                await _ensure_group(self._redis, owned.stream, OWNER)
+            except RedisError as exc:
+                await self._redis_failed("making a consumer group", exc)
+                return
+
+    # --- acknowledging, renewing, releasing -----------------------------------------
+
+    async def _acking(self) -> None:
+        async for key, entry in self._acks:
+            owned = self.owned.get(key)
+            if owned is None:
+                continue
+            while True:
+                try:
+                    ok = await self._leases.ack(owned.held, owned.stream, OWNER, entry)
+                    break
+                except RedisError as exc:
+                    await self._redis_failed("acknowledging an inbound", exc)
+            if not ok:
+                await self._lose(key)
+
+    async def _renewing(self) -> None:
+        ttl = self.settings.lease_ttl
+        confirmed = anyio.current_time()
+        while True:
+            await anyio.sleep(ttl / 3)
+            keys = list(self.owned)
+            try:
+                results = await self._leases.renew_all([self.owned[k].held for k in keys], ttl)
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                log.warning("could not renew %d lease(s): %s", len(keys), exc)
+                if anyio.current_time() - confirmed >= ttl:
+                    log.error("no lease confirmed for %g s: letting go of every conversation", ttl)
+                    for key in keys:
+                        await self._lose(key)
+                continue
+            confirmed = anyio.current_time()
+            for key, ok in zip(keys, results, strict=True):
+                if not ok:
+                    await self._lose(key)
+
+    async def _lose(self, key: str) -> None:
+        """The lease is another's now: stop this conversation here, touch nothing more."""
+        if self.owned.pop(key, None) is None:
+            return
+        self._stats.leases_lost += 1
+        self._stats.leases_held = len(self.owned)
+        log.warning("%s: lease lost; its agent is stopped here", key)
+        bridge = self._bridge_for(key)
+        if bridge is not None:
+            await bridge.supervisor.let_go(key)
+
+    async def _release(self, key: str) -> None:
+        if key not in self.owned:
+            return
+        bridge = self._bridge_for(key)
+        if bridge is not None:  # still ours while its agent stops and its last ops go out
+            await bridge.supervisor.let_go(key)
+            with anyio.move_on_after(RELEASE_FLUSH):
+                await bridge.outbox.flush(key)
+        owned = self.owned.pop(key, None)
+        if owned is None:
+            return
+        self._stats.leases_held = len(self.owned)
+        try:
+            await self._leases.release(owned.held)
+        except RedisError as exc:
+            await self._redis_failed(f"releasing {key}", exc, retry=False)
+
+    # --- sweeping ---------------------------------------------------------------------
+
+    async def _sweeping(self) -> None:
+        while True:
+            await anyio.sleep(self.settings.lease_ttl / 2)
+            try:
+                await self._sweep()
+            except RedisError as exc:
+                await self._redis_failed("sweeping", exc, retry=False)
+
+    async def _sweep(self) -> None:
+        # Quiet conversations go back: their next message is claimed by whoever has room.
+        for key, owned in list(self.owned.items()):
+            bridge = self._bridge_for(key)
+            in_memory = bridge is not None and key in bridge.supervisor.conversations
+            if not in_memory and not owned.inflight and not await self._redis.xlen(owned.stream):
+                await self._release(key)
+        if not self._claiming:
+            return
+        live = {r.key for b in self.bridges for r in await b.store.live_runs()}
+        for key in await self._leases.lapsed(SWEEP_BATCH):
+            if key in self.owned or len(self.owned) >= self.settings.max_agents:
+                continue
+            waiting = await self._redis.xlen(inbound_stream(self._prefix, key))
+            record = None
+            bridge = self._bridge_for(key)
+            if bridge is not None and not waiting and key not in live:
+                record = await bridge.store.get_conversation(key)
+            if waiting or key in live or (record is not None and record.host is not None):
+                await self._claim(key, lapsed=True)
+            else:
+                await self._leases.forget(key)
+        await self._stale_claims()
+
+    async def _stale_claims(self) -> None:
+        """Claims a worker read and died before acting on."""
+        stream = claims_stream(self._prefix)
+        idle = int(self.settings.lease_ttl * 1000)
+        reply: Any = await self._redis.xautoclaim(
+            stream, WORKERS, self.settings.holder, idle, start_id="0-0", count=20
+        )
+        for entry_id, fields in reply[1]:
+            if fields:
+                await self._claim(fields.get("k", ""))
+            await self._redis.xack(stream, WORKERS, entry_id)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _bridge_for(self, key: str) -> Bridge | None:
+        for bridge in self.bridges:
+            if key.startswith(bridge.options.key_prefix):
+                return bridge
+        return None
+
+    async def _redis_failed(self, doing: str, exc: Exception, *, retry: bool = True) -> None:
+        self._stats.redis_errors += 1
+        log.warning("%s failed: %s", doing, exc)
+        if retry:
+            await anyio.sleep(1.0)
+
+
+async def _ensure_group(client: aioredis.Redis, stream: str, group: str) -> None:
+    """The group, reading from the stream's start: entries added before it count."""
+    try:
+        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+async def _forever(loop: Callable[[], Awaitable[None]]) -> None:
+    """A loop that must not end: a bug in one round is logged, and it starts again."""
+    while True:
+        try:
+            await loop()
+        except Exception:
+            log.exception("worker loop %s failed; starting it again", loop.__name__)
+            await anyio.sleep(1.0)
