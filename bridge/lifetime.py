@@ -205,6 +205,13 @@ class AgentLife:
             argv += ["--session-dir", record.session_dir]
             if record.session_file and os.path.isfile(record.session_file):
                 argv += ["--session", record.session_file]
+            elif record.session_file:
+                # Its file is gone, or (a worker of a scale-out without shared storage)
+                # was never on this machine: say so rather than forget silently.
+                self._host.notify(
+                    "⚠️ The earlier session's history could not be resumed here (its file "
+                    "is not in this bridge's data dir); this starts a new session."
+                )
         elif record.session_file:
             # The legacy 0.13 writes the `--session` file it is given, but reads its
             # history back only with `--continue` (its main.js); see `name_session`.
