@@ -96,7 +96,10 @@ class CallLink:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read the answers for this worker until cancelled."""
-        last = "$"
+        # From the start, not "$": an answer added while this reads nothing yet (or
+        # reconnects) would be missed. The stream is this instance's own and trimmed
+        # as it is read, so its start is what is unread.
+        last = "0-0"
         task_status.started()
         backoff = 0.1
         while True:
@@ -329,6 +332,11 @@ class CallServer:
         chat = call.chat or (call.ref.chat if call.ref is not None else None)
         buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
         self._stats.budget_waits += await self._budgets.take(buckets)
+        # Again: the budget may have held it past its deadline, or past the lease.
+        if call.deadline and time.time() > call.deadline:
+            return None
+        if call.key and int(await self._fence_of(call.key)) != call.fence:
+            return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
         try:
             return await perform(self._adapter, call)
         except PlatformError as exc:

@@ -39,11 +39,11 @@ CLAIMS_CAP = 100_000
 
 # KEYS: inbound stream, lease, claims, seen ("" none). ARGV: envelope, key, seen ttl ms.
 # → the entry id, or "" for a delivery id seen before.
+# Marked seen only after the XADD: a script that fails halfway is not rolled back.
 _FORWARD = """
-if KEYS[4] ~= '' then
-  if not redis.call('SET', KEYS[4], '1', 'NX', 'PX', ARGV[3]) then return '' end
-end
+if KEYS[4] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then return '' end
 local id = redis.call('XADD', KEYS[1], '*', 'e', ARGV[1])
+if KEYS[4] ~= '' then redis.call('SET', KEYS[4], '1', 'PX', ARGV[3]) end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', '100000', '*', 'k', ARGV[2])
 end
