@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 BLOCK_MS = 250  # a newly owned stream joins the blocking read within this
 SWEEP_BATCH = 100
+RETRY_AFTER = 1.0  # s before an inbound that could not be taken in is read again
 RELEASE_FLUSH = 10.0  # s a handed-back conversation's last chat output may take
 
 
@@ -66,6 +67,7 @@ class Owned:
     stream: str
     cursor: str = "0"  # "0" or an id: its pending entries still to read; ">" new ones
     inflight: dict[str, str] = field(default_factory=dict)  # event id → entry id
+    resume_at: float = 0.0  # after an inbound could not be taken in: read again then
 
 
 class Worker:
@@ -107,10 +109,34 @@ class Worker:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self._own_back)
             for loop in (self._renewing, self._acking, self._reading, self._claims, self._sweeping):
                 tg.start_soon(_forever, loop)
             task_status.started()
             await anyio.sleep_forever()
+
+    async def _own_back(self) -> None:
+        """At start: the conversations an earlier instance of this worker (its name)
+        still holds are taken back at once, running agents and all, rather than left
+        to lapse and move to another worker."""
+        mine = f"{self.settings.name}/"
+        try:
+            names = [str(n) for n in await self._redis.zrange(self._leases.index, 0, -1)]
+            holders: list[Any] = []
+            for start in range(0, len(names), 500):
+                chunk = names[start : start + 500]
+                holders += await self._redis.mget([self._leases.lease_key(n) for n in chunk])
+        except RedisError as exc:
+            await self._redis_failed("looking for this worker's conversations", exc, retry=False)
+            return
+        found = [n for n, h in zip(names, holders, strict=True) if h and str(h).startswith(mine)]
+        for key in found:
+            try:
+                await self._claim(key, lapsed=True)
+            except Exception:
+                log.exception("taking %s back failed", key)
+        if found:
+            log.info("took back %d conversation(s) an earlier %s held", len(found), mine[:-1])
 
     async def hand_over_idle(self) -> None:
         """Stop claiming; let go of every conversation not running (SIGTERM)."""
@@ -188,8 +214,11 @@ class Worker:
 
     async def _reading(self) -> None:
         while True:
-            streams: dict[Any, Any] = {o.stream: o.cursor for o in self.owned.values()}
-            if not streams:
+            now = anyio.current_time()
+            streams: dict[Any, Any] = {
+                o.stream: o.cursor for o in self.owned.values() if o.resume_at <= now
+            }
+            if not streams or not self._claiming:  # draining: no new work is taken in
                 await anyio.sleep(BLOCK_MS / 1000)
                 continue
             try:
@@ -236,7 +265,8 @@ class Worker:
         if not inbound.event_id:
             inbound = dataclasses.replace(inbound, event_id=f"entry:{entry_id}")
         wall = time.time()
-        self._stats.stream_lag.observe(max(0.0, wall - int(entry_id.split("-")[0]) / 1000))
+        if owned.cursor == ">":  # a first read: how long it waited in Redis
+            self._stats.stream_lag.observe(max(0.0, wall - int(entry_id.split("-")[0]) / 1000))
         if bridge is None:
             return
         owned.inflight[inbound.event_id] = entry_id
@@ -252,6 +282,7 @@ class Worker:
             owned.inflight.pop(inbound.event_id, None)
             self._events.pop(inbound.event_id, None)
             owned.cursor = "0"
+            owned.resume_at = anyio.current_time() + RETRY_AFTER
 
     async def _regroup(self) -> None:
         """Redis lost the groups (restarted without its data): make them again."""
@@ -301,8 +332,11 @@ class Worker:
 
     async def _lose(self, key: str) -> None:
         """The lease is another's now: stop this conversation here, touch nothing more."""
-        if self.owned.pop(key, None) is None:
+        owned = self.owned.pop(key, None)
+        if owned is None:
             return
+        for event in owned.inflight:
+            self._events.pop(event, None)
         self._stats.leases_lost += 1
         self._stats.leases_held = len(self.owned)
         log.warning("%s: lease lost; its agent is stopped here", key)
@@ -321,6 +355,8 @@ class Worker:
         owned = self.owned.pop(key, None)
         if owned is None:
             return
+        for event in owned.inflight:
+            self._events.pop(event, None)
         self._stats.leases_held = len(self.owned)
         try:
             await self._leases.release(owned.held)
