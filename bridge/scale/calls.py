@@ -290,7 +290,10 @@ class CallServer:
                     )
                     ids = [entry_id for _s, entries in found or () for entry_id, _f in entries]
                     if ids:  # at most once: a lost call is retried by its worker
-                        await self._redis.xack(self._stream, GROUP, *ids)
+                        async with self._redis.pipeline(transaction=False) as pipe:
+                            pipe.xack(self._stream, GROUP, *ids)
+                            pipe.xdel(self._stream, *ids)  # a made call is kept nowhere
+                            await pipe.execute()
                 except RedisError as exc:
                     self._stats.redis_errors += 1
                     ready = False

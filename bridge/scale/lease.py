@@ -73,6 +73,14 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 """
 
+# KEYS: stream. An empty inbound stream (and its group) goes: a quiet conversation
+# keeps only its fencing counter. One added to after this gets its group again.
+_DROP_EMPTY = """
+if redis.call('XLEN', KEYS[1]) ~= 0 then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
 # KEYS: lease, fence, stream. ARGV: holder, token, group, entry id.
 # An inbound is done: acknowledged and removed, by the lease's holder only.
 _ACK = """
@@ -107,6 +115,7 @@ class Leases:
         self._release = client.register_script(_RELEASE)
         self._ack = client.register_script(_ACK)
         self._forget = client.register_script(_FORGET)
+        self._drop_empty = client.register_script(_DROP_EMPTY)
 
     @property
     def index(self) -> str:
@@ -154,6 +163,9 @@ class Leases:
         """Acknowledge (and remove) `entry` of `stream`, if `held` is still current."""
         keys = [self.lease_key(held.name), self.fence_key(held.name), stream]
         return bool(await self._ack(keys=keys, args=[held.holder, str(held.token), group, entry]))
+
+    async def drop_if_empty(self, stream: str) -> bool:
+        return bool(await self._drop_empty(keys=[stream]))
 
     async def current_token(self, name: str) -> int:
         value = await self._redis.get(self.fence_key(name))

@@ -359,7 +359,8 @@ class Worker:
             self._events.pop(event, None)
         self._stats.leases_held = len(self.owned)
         try:
-            await self._leases.release(owned.held)
+            if await self._leases.release(owned.held):
+                await self._leases.drop_if_empty(owned.stream)
         except RedisError as exc:
             await self._redis_failed(f"releasing {key}", exc, retry=False)
 
