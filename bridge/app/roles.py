@@ -73,7 +73,7 @@ async def frontend(
         async def serving(
             platform: str, adapter: Adapter, options: BridgeOptions, **kw: object
         ) -> AsyncIterator[Counted]:
-            forward = Forwarder(client, prefix, options, stats)
+            forward = Forwarder(client, prefix, options, stats, store)
             calls = CallServer(
                 client, prefix, platform, adapter, instance, leases.current_token, stats
             )

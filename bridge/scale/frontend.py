@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
 from redis.exceptions import RedisError
 
 from bridge.attachments import FETCH_TIMEOUT, too_large
-from bridge.model import MAX_ATTACHMENT, AttachmentRefused
+from bridge.model import MAX_ATTACHMENT, AttachmentRefused, ChatRef
 from bridge.scale.lease import Held, Leases
 from bridge.scale.names import POLL_LEASE, claims_stream, inbound_stream, seen_key
 from bridge.scale.wire import Carried, envelope
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from bridge.model import Attachment, Inbound
     from bridge.options import BridgeOptions
     from bridge.scale.stats import ScaleStats
+    from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +57,22 @@ class Forwarder:
     """`bridge.service.Forward` onto Redis."""
 
     def __init__(
-        self, client: aioredis.Redis, prefix: str, options: BridgeOptions, stats: ScaleStats
+        self,
+        client: aioredis.Redis,
+        prefix: str,
+        options: BridgeOptions,
+        stats: ScaleStats,
+        store: Store | None = None,
     ) -> None:
         self._prefix = prefix
         self._options = options
+        self._store = store
         self._stats = stats
         self._leases = Leases(client, prefix)
         self._forward = client.register_script(_FORWARD)
 
     async def deliver(self, inbound: Inbound, arrived: float) -> bool:
+        inbound = await self._to_owner(inbound)
         carried = tuple([await self._carry(a) for a in inbound.attachments])
         raw = envelope(inbound, carried, arrived)
         seen = seen_key(self._prefix, inbound.event_id) if inbound.event_id else ""
@@ -82,6 +91,18 @@ class Forwarder:
         if not entry:
             log.debug("delivery %s seen before; dropped", inbound.event_id)
         return True
+
+    async def _to_owner(self, inbound: Inbound) -> Inbound:
+        """A press on a copy of a question (an approver's direct message) goes to the
+        conversation that asked it, which may be another worker's than the chat's own."""
+        press, store = inbound.press, self._store
+        if press is None or store is None or self._options.approvals.notify_approvers != "dm":
+            return inbound
+        record = await store.get_dialog(press.token)
+        if record is None or record.key == inbound.key or inbound.chat.chat_id not in record.copies:
+            return inbound
+        chat = ChatRef(record.message_chat or inbound.chat.chat_id, record.message_thread)
+        return replace(inbound, key=record.key, chat=chat)
 
     async def _carry(self, attachment: Attachment) -> Carried:
         image = attachment.kind == "image"

@@ -326,3 +326,59 @@ async def test_a_frontend_that_lost_the_lease_stops_polling(
         tg.cancel_scope.cancel()
 
     assert pollers.most == 1
+
+
+# --- presses on an approver's copy ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pressed_in", "copies", "lands_in"),
+    [
+        ("99", ["99"], KEY),  # the approver's direct message holds a copy: to the asker
+        ("98", ["99"], "tg:98"),  # a token carried to a chat with no copy stays there
+        ("42", [], KEY),  # the question's own chat
+    ],
+    ids=["copy", "no-copy-there", "own-chat"],
+)
+async def test_a_press_on_a_copy_goes_to_the_conversation_that_asked(
+    client: aioredis.Redis,
+    prefix: str,
+    tmp_path: Path,
+    pressed_in: str,
+    copies: list[str],
+    lands_in: str,
+) -> None:
+    from bridge.model import ButtonPress
+    from bridge.options import ApprovalOptions
+    from bridge.store import DialogRecord, SqliteStore
+
+    store = await SqliteStore.open(tmp_path / "store.db")
+    try:
+        record = DialogRecord(
+            token="tok",
+            key=KEY,
+            request_id="r1",
+            method="select",
+            message_chat="42",
+            copies=copies,
+            created_at=1.0,
+        )
+        await store.put_dialogs([record])
+        options = BridgeOptions(
+            data_dir=tmp_path,
+            agent=AgentOptions(argv=("false",), env={}),
+            approvals=ApprovalOptions(notify_approvers="dm"),
+        )
+        forwarder = Forwarder(client, prefix, options, ScaleStats(), store)
+        press = Inbound(
+            f"tg:{pressed_in}", ChatRef(pressed_in), ANN, "e1", press=ButtonPress("tok", "p1")
+        )
+        await forwarder.deliver(press, 0.0)
+    finally:
+        await store.aclose()
+    entries: Any = await client.xrange(inbound_stream(prefix, lands_in))
+    assert len(entries) == 1
+    landed, _ = unwrap(entries[0][1]["e"])
+    assert landed.key == lands_in
+    assert landed.press is not None
+    assert landed.press.token == "tok"
