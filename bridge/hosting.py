@@ -240,8 +240,14 @@ class Hosting:
 
     async def _update(self, **changes: object) -> None:
         record = self._record
-        if record is not None:
+        if record is None:
+            return
+        try:
             await self._host.save(host=record.model_copy(update=changes))
+        except Exception as exc:
+            # The store is down for a moment: the record is a little behind (a take-back
+            # would replay a little more), which is no reason to end the conversation.
+            log.warning("%s: could not record its host (%s)", self._host.key, exc)
 
 
 async def stop_all(store: Store, key_prefix: str = "") -> int:

@@ -102,7 +102,7 @@ async def _named(name: str, task: Callable[[], Coroutine[Any, Any, None]]) -> No
     except Exception as exc:
         # The operator needs "telegram: cannot connect", not a stack of library frames.
         log.debug("%s failed", name, exc_info=True)
-        raise PlatformFailed(f"{name}: {type(exc).__name__}: {one_line(exc)}") from exc
+        raise PlatformFailed(f"{name}: {described(exc)}") from exc
 
 
 async def _watch_signals(stopping: anyio.Event) -> None:
@@ -241,6 +241,14 @@ def _contain_agents(options: BridgeOptions) -> None:
             "package (and allow user namespaces), or set PI_BRIDGE_SANDBOX=off to run them "
             "unsandboxed"
         )
+
+
+def described(exc: BaseException) -> str:
+    """What failed, in words: a task group's failure is its tasks' errors, not
+    "unhandled errors in a TaskGroup"."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(described(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {one_line(exc)}"
 
 
 def one_line(exc: BaseException) -> str:

@@ -49,6 +49,7 @@ GROUP = "frontends"
 STREAM_CAP = 100_000  # entries kept in a call or reply stream (approximate trimming)
 BLOCK_MS = 2000
 CONCURRENT_CALLS = 64  # per frontend and platform
+REPLY_TRIES = 8  # ≈ 10 s of back-off: a Redis restart
 
 
 def calls_stream(prefix: str, platform: str) -> str:
@@ -280,13 +281,17 @@ class CallServer:
         async with anyio.create_task_group() as tg:
             while True:
                 try:
+                    start = ">"
                     if not ready:  # again after any failure: Redis may have lost it
                         # From the start: calls made before any frontend ran are past
                         # their deadlines by now, or still wanted.
                         await _ensure_group(self._redis, self._stream, GROUP, "0")
                         ready = True
+                        # Read once already, but the answer to the read was lost with
+                        # the connection: they are this frontend's pending ones.
+                        start = "0"
                     found: Any = await self._redis.xreadgroup(
-                        GROUP, self._instance, {self._stream: ">"}, count=50, block=BLOCK_MS
+                        GROUP, self._instance, {self._stream: start}, count=50, block=BLOCK_MS
                     )
                     ids = [entry_id for _s, entries in found or () for entry_id, _f in entries]
                     if ids:  # at most once: a lost call is retried by its worker
@@ -316,9 +321,7 @@ class CallServer:
                 return
             answer = await self._answer(call)
             if answer is not None:
-                await self._redis.xadd(
-                    fields.get("r", ""), {"a": answer.model_dump_json()}, maxlen=STREAM_CAP
-                )
+                await self._reply(fields.get("r", ""), answer)
         except RedisError as exc:
             self._stats.redis_errors += 1
             log.warning("answering a platform call failed: %s", exc)
@@ -326,6 +329,21 @@ class CallServer:
             log.exception("a platform call failed")
         finally:
             self._limiter.release()
+
+    async def _reply(self, stream: str, answer: Answer) -> None:
+        """The call was made: its answer must get through a Redis blip, or the worker
+        would take the call for lost and make it again."""
+        delay = 0.1
+        for _ in range(REPLY_TRIES - 1):
+            try:
+                await self._redis.xadd(stream, {"a": answer.model_dump_json()}, maxlen=STREAM_CAP)
+                return
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                log.warning("answering a platform call failed (%s); retrying", exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        await self._redis.xadd(stream, {"a": answer.model_dump_json()}, maxlen=STREAM_CAP)
 
     async def _answer(self, call: Call) -> Answer | None:
         if call.deadline and time.time() > call.deadline:

@@ -173,10 +173,17 @@ class Leases:
 
     async def lapsed(self, limit: int) -> list[str]:
         """Up to `limit` names whose lease lapsed (by Redis's clock), oldest first."""
+        return [name for name, _died in await self.lapsed_how(limit)]
+
+    async def lapsed_how(self, limit: int) -> list[tuple[str, bool]]:
+        """As `lapsed`, each with whether its holder died holding it (True), rather
+        than letting it go (`release` scores it 0)."""
         seconds, micros = await self._redis.time()
         now = int(seconds) * 1000 + int(micros) // 1000
-        found = await self._redis.zrangebyscore(self._index, "-inf", now, start=0, num=limit)
-        return [str(name) for name in found]
+        found: Any = await self._redis.zrangebyscore(
+            self._index, "-inf", now, start=0, num=limit, withscores=True
+        )
+        return [(str(name), float(score) > 0) for name, score in found]
 
     async def forget(self, name: str) -> None:
         """Out of the lapse index (nothing left to take over), unless claimed since."""

@@ -180,6 +180,11 @@ class Worker:
         bridge = self._bridge_for(key)
         if key in self.owned or bridge is None or not self._claiming:
             return
+        # Draining (SIGTERM reaches the bridges before `hand_over_idle` stops the
+        # claiming): a conversation taken over now could not start here; the sweep
+        # took them and `take_over` failed on the closed task group, ending the worker.
+        if not bridge.supervisor.accepting:
+            return
         settings = self.settings
         mine = f"{settings.name}/"
         held = await self._leases.claim(key, settings.holder, settings.lease_ttl, mine_prefix=mine)
@@ -236,6 +241,10 @@ class Worker:
                 await self._regroup()
                 continue
             except RedisError as exc:
+                # What this read was answered may be lost with the connection: those
+                # entries are pending under this worker's name now; read them again.
+                for owned in self.owned.values():
+                    owned.cursor = "0"
                 await self._redis_failed("reading inbounds", exc)
                 continue
             returned = {str(s) for s, e in found or () if e}
@@ -384,7 +393,7 @@ class Worker:
         if not self._claiming:
             return
         live = {r.key for b in self.bridges for r in await b.store.live_runs()}
-        for key in await self._leases.lapsed(SWEEP_BATCH):
+        for key, died in await self._leases.lapsed_how(SWEEP_BATCH):
             if key in self.owned or len(self.owned) >= self.settings.max_agents:
                 continue
             waiting = await self._redis.xlen(inbound_stream(self._prefix, key))
@@ -392,7 +401,10 @@ class Worker:
             bridge = self._bridge_for(key)
             if bridge is not None and not waiting and key not in live:
                 record = await bridge.store.get_conversation(key)
-            if waiting or key in live or (record is not None and record.host is not None):
+            # A worker that died holding it may have died mid-run before any trace of
+            # the run reached the store: taken over, its chat is told what is known.
+            hosted = record is not None and record.host is not None
+            if died or waiting or key in live or hosted:
                 await self._claim(key, lapsed=True)
             else:
                 await self._leases.forget(key)

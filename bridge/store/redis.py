@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
 from bridge.store.base import AUDIT_CAP, StoreError, check_ttl, dialog_order, redact_url
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 DEFAULT_PREFIX = "pi-bridge:"
+RETRIES = 6  # ≈ 2.5 s of back-off in all
 PREFIX_PARAM = "prefix"  # URL query parameter naming the key prefix
 
 # KEYS: dialog token list, conversation's dialog set. ARGV: token key prefix, request id.
@@ -111,7 +114,12 @@ class RedisStore:
         label = redact_url(url)
         client_url, url_prefix = split_prefix(url)
         try:
-            client = aioredis.from_url(client_url, decode_responses=True)
+            # A Redis restart or failover drops the connections for a second or two:
+            # commands are sent again on a new one rather than failing the bridge's
+            # writes (the store's writes are idempotent, a dialog's taking excepted,
+            # which then answers "already answered": never twice).
+            retry = Retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES)
+            client = aioredis.from_url(client_url, decode_responses=True, retry=retry)
         except ValueError as exc:
             raise ValueError(f"bad redis store URL {label}: {exc}") from None
         try:

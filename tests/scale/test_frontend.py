@@ -33,7 +33,7 @@ KEY = "tg:42"
 CHAT = ChatRef("42")
 ANN = Sender("7", "Ann")
 FILE_CAP = 10  # bytes: the options' file_max_bytes
-TTL = 0.3  # s: the polling lease's
+TTL = 1.5  # s: the polling lease's
 
 
 @pytest.fixture(scope="module")
