@@ -235,6 +235,8 @@ class Worker:
                     block=BLOCK_MS,
                 )
             except ResponseError as exc:
+                if "UNBLOCKED" in str(exc):
+                    continue  # a stream of this read was dropped (a conversation let go)
                 if "NOGROUP" not in str(exc):
                     await self._redis_failed("reading inbounds", exc)
                     continue
