@@ -56,12 +56,14 @@ from bench.reattach_bridge import processes_naming, settle_processes
 from bench.standin_stream_agent import records_per_run
 from bridge.model import ChatRef, Inbound, PlatformLimits, Sender
 from bridge.options import AgentOptions, BridgeOptions
-from bridge.scale.calls import CallLink, CallServer, RemoteAdapter, calls_stream
+from bridge.scale.calls import CallServer, calls_stream
 from bridge.scale.frontend import Forwarder
 from bridge.scale.lease import Leases
 from bridge.scale.names import scale_prefix
+from bridge.scale.owned import WorkerSettings
+from bridge.scale.remote import CallLink, RemoteAdapter
 from bridge.scale.stats import ScaleStats
-from bridge.scale.worker import Worker, WorkerSettings
+from bridge.scale.worker import Worker
 from bridge.service import Bridge
 from bridge.store import open_store
 from bridge.store.redis import DEFAULT_PREFIX

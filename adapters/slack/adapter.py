@@ -106,6 +106,7 @@ class SlackAdapter:
         self._forms: OrderedDict[str, Form] = OrderedDict()
         self.stream = stream  # False: answers are posted and edited, never streamed
         self.recipients = Recipients()
+        self.forms_elsewhere: Callable[[str], Awaitable[Form | None]] | None = None
 
     @property
     def limits(self) -> PlatformLimits:
@@ -289,6 +290,14 @@ class SlackAdapter:
     def form_for(self, token: str) -> Form | None:
         """The form of a button this process sent (None after a restart)."""
         return self._forms.get(token)
+
+    async def find_form(self, token: str) -> Form | None:
+        """`form_for`, else one another process sent (`forms_elsewhere`: a scale-out's
+        frontends share theirs)."""
+        form = self._forms.get(token)
+        if form is None and self.forms_elsewhere is not None:
+            form = await self.forms_elsewhere(token)
+        return form
 
     async def open_form(self, trigger_id: str, form: Form, origin: Inbound) -> bool:
         """Open `form` as a modal for the press `origin`; False when Slack refused it

@@ -113,7 +113,7 @@ class Intake:
         if not await self._channel_allowed(converted.inbound):
             return
         press = converted.inbound.press
-        form = self.adapter.form_for(press.token) if press is not None else None
+        form = await self.adapter.find_form(press.token) if press is not None else None
         trigger = str(body.get("trigger_id") or "")
         if form is not None and await self.adapter.open_form(trigger, form, converted.inbound):
             return  # the answer arrives with the modal's submission

@@ -21,11 +21,14 @@ import anyio
 import redis.asyncio as aioredis
 
 from bridge.app.platforms import for_platform
-from bridge.scale.calls import CallLink, CallServer, RemoteAdapter
+from bridge.scale.calls import CallServer
+from bridge.scale.forms import SharedForms
 from bridge.scale.frontend import Forwarder, while_polling
 from bridge.scale.lease import Leases
 from bridge.scale.names import identity_key, scale_prefix
-from bridge.scale.worker import Worker, WorkerSettings
+from bridge.scale.owned import WorkerSettings
+from bridge.scale.remote import CallLink, RemoteAdapter
+from bridge.scale.worker import Worker
 from bridge.service import Bridge
 from bridge.store.redis import DEFAULT_PREFIX, split_prefix
 
@@ -59,6 +62,7 @@ async def scale_redis(url: str) -> AsyncIterator[tuple[aioredis.Redis, str]]:
 async def frontend(
     loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event, stats: ScaleStats
 ) -> None:
+    from adapters.slack.adapter import SlackAdapter
     from adapters.slack.groups import user_groups_in
     from adapters.slack.runner import PREFIXES, run_slack
     from adapters.telegram.runner import serve as serve_telegram
@@ -68,6 +72,7 @@ async def frontend(
     ttl = loaded.config.worker.lease_ttl
     async with scale_redis(loaded.config.store) as (client, prefix):
         leases = Leases(client, prefix)
+        forms = SharedForms(client, prefix)
 
         @contextlib.asynccontextmanager
         async def serving(
@@ -75,8 +80,10 @@ async def frontend(
         ) -> AsyncIterator[Counted]:
             forward = Forwarder(client, prefix, options, stats, store)
             calls = CallServer(
-                client, prefix, platform, adapter, instance, leases.current_token, stats
+                client, prefix, platform, adapter, instance, leases.current_token, stats, forms
             )
+            if isinstance(adapter, SlackAdapter):  # a press may come to any frontend
+                adapter.forms_elsewhere = forms.find
             async with (
                 Bridge(adapter, store, options, forward=forward, **kw) as bridge,  # type: ignore[arg-type]
                 anyio.create_task_group() as tg,

@@ -1,4 +1,5 @@
-"""A worker's platform calls, made by a frontend: `RemoteAdapter` and `CallServer`.
+"""A worker's platform calls, made by a frontend: `CallServer` (the worker's side is
+`remote.py`).
 
 The worker's outbox is the ordinary one (ordering, coalescing, slots, streams,
 retries); only its adapter is remote. Each call goes on the platform's call stream
@@ -19,27 +20,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError
 
-from bridge.model import ChatRef, MessageRef, PlatformError, TransientError
-from bridge.outbox.calls import CALLING
-from bridge.outbox.drafts import Drafting
-from bridge.outbox.streams import Streaming
+from bridge.model import ChatRef, MessageRef, PlatformError
 from bridge.scale.budget import Budgets
-from bridge.scale.wire import Answer, Call, Fenced, failed, raise_for
+from bridge.scale.groups import ensure_group
+from bridge.scale.wire import Answer, Call, Fenced, failed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     import redis.asyncio as aioredis
     from anyio.abc import TaskStatus
 
-    from bridge.model import Adapter, Keyboard, Markup, PlatformLimits, ReactionState, Task
+    from bridge.model import Adapter
+    from bridge.scale.forms import SharedForms
     from bridge.scale.stats import ScaleStats
 
 log = logging.getLogger(__name__)
@@ -56,203 +55,6 @@ def calls_stream(prefix: str, platform: str) -> str:
     return f"{prefix}calls:{platform}"
 
 
-def replies_stream(prefix: str, instance: str) -> str:
-    return f"{prefix}replies:{instance}"
-
-
-class CallLink:
-    """A worker's side of the call streams: send a call, wait for its answer."""
-
-    def __init__(
-        self, client: aioredis.Redis, prefix: str, instance: str, stats: ScaleStats
-    ) -> None:
-        self._redis = client
-        self._prefix = prefix
-        self._replies = replies_stream(prefix, instance)
-        self._stats = stats
-        self._waiting: dict[str, tuple[anyio.Event, list[Answer]]] = {}
-
-    async def call(self, platform: str, call: Call) -> Answer:
-        done, box = anyio.Event(), list[Answer]()
-        self._waiting[call.id] = (done, box)
-        started = time.monotonic()
-        try:
-            fields: Any = {"c": call.model_dump_json(), "r": self._replies}
-            try:
-                await self._redis.xadd(
-                    calls_stream(self._prefix, platform), fields, maxlen=STREAM_CAP
-                )
-            except RedisError as exc:
-                self._stats.redis_errors += 1
-                raise TransientError(f"Redis: {exc}") from None
-            with anyio.move_on_after(CALL_TIMEOUT):
-                await done.wait()
-            if not box:
-                raise TransientError(f"no frontend answered in {CALL_TIMEOUT:g} s")
-            self._stats.call_seconds.observe(time.monotonic() - started)
-            answer: Answer = box[0]
-            return answer
-        finally:
-            self._waiting.pop(call.id, None)
-
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Read the answers for this worker until cancelled."""
-        # From the start, not "$": an answer added while this reads nothing yet (or
-        # reconnects) would be missed. The stream is this instance's own and trimmed
-        # as it is read, so its start is what is unread.
-        last = "0-0"
-        task_status.started()
-        backoff = 0.1
-        while True:
-            try:
-                found: Any = await self._redis.xread(
-                    {self._replies: last}, count=200, block=BLOCK_MS
-                )
-            except RedisError as exc:
-                self._stats.redis_errors += 1
-                log.warning("reading call answers failed (%s); retrying in %.1f s", exc, backoff)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
-                continue
-            backoff = 0.1
-            for _stream, entries in found or ():
-                for entry_id, fields in entries:
-                    last = entry_id
-                    self._answered(fields.get("a", ""))
-                if entries:
-                    await _quietly(self._redis.xtrim(self._replies, minid=last))
-
-    def _answered(self, raw: str) -> None:
-        try:
-            answer = Answer.model_validate_json(raw)
-        except ValueError:
-            log.warning("an unreadable call answer was dropped")
-            return
-        waiting = self._waiting.get(answer.id)
-        if waiting is not None:
-            waiting[1].append(answer)
-            waiting[0].set()
-
-
-class RemoteAdapter:
-    """`Adapter` (with streams, drafts and direct messages) whose calls a frontend
-    makes; what needs no platform (limits, formatting, which chats stream) is the
-    local adapter's."""
-
-    def __init__(
-        self,
-        local: Adapter,
-        link: CallLink,
-        platform: str,
-        fence: Callable[[str], int],
-    ) -> None:
-        self._local = local
-        self._link = link
-        self._platform = platform
-        self._fence = fence  # conversation key → this worker's token for it (0: none)
-
-    @property
-    def limits(self) -> PlatformLimits:
-        return self._local.limits
-
-    def format(self, markdown: str, limit: int) -> list[str]:
-        return self._local.format(markdown, limit)
-
-    def streams_in(self, chat: ChatRef) -> bool:
-        local = self._local
-        return isinstance(local, Streaming) and local.streams_in(chat)
-
-    def drafts_in(self, chat: ChatRef) -> bool:
-        local = self._local
-        return isinstance(local, Drafting) and local.drafts_in(chat)
-
-    async def _call(self, method: Any, **args: Any) -> Answer:
-        key = CALLING.get()
-        fence = self._fence(key) if key else 0
-        if key and fence == 0:
-            raise Fenced(f"{key} is not this worker's")
-        call = Call(
-            id=secrets.token_hex(8),
-            method=method,
-            key=key,
-            fence=fence,
-            deadline=time.time() + CALL_TIMEOUT,
-            **args,
-        )
-        answer = await self._link.call(self._platform, call)
-        raise_for(answer)
-        return answer
-
-    async def _ref(self, method: Any, **args: Any) -> MessageRef:
-        answer = await self._call(method, **args)
-        if answer.ref is None:
-            raise PlatformError(f"{method}: the frontend's answer has no message")
-        return answer.ref
-
-    async def send(
-        self,
-        chat: ChatRef,
-        text: str,
-        *,
-        markup: Markup = "plain",
-        buttons: Keyboard = (),
-        force_reply: bool = False,
-        silent: bool = False,
-    ) -> MessageRef:
-        return await self._ref(
-            "send",
-            chat=chat,
-            text=text,
-            markup=markup,
-            buttons=buttons,
-            force_reply=force_reply,
-            silent=silent,
-        )
-
-    async def edit(
-        self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
-    ) -> None:
-        await self._call("edit", ref=ref, text=text, markup=markup, buttons=buttons)
-
-    async def delete(self, ref: MessageRef) -> None:
-        await self._call("delete", ref=ref)
-
-    async def upload(
-        self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
-    ) -> MessageRef:
-        return await self._ref("upload", chat=chat, filename=filename, data=data, text=caption)
-
-    async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
-        await self._call("answer_press", press_id=press_id, text=text, alert=alert)
-
-    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
-        await self._call("react", chat=chat, message_id=message_id, state=state)
-
-    async def start_stream(
-        self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
-    ) -> MessageRef:
-        return await self._ref("start_stream", chat=chat, text=markdown, tasks=tuple(tasks))
-
-    async def append_stream(
-        self, ref: MessageRef, markdown: str, tasks: Sequence[Task] = ()
-    ) -> None:
-        await self._call("append_stream", ref=ref, text=markdown, tasks=tuple(tasks))
-
-    async def stop_stream(self, ref: MessageRef, markdown: str) -> None:
-        await self._call("stop_stream", ref=ref, text=markdown)
-
-    async def set_status(self, chat: ChatRef, text: str) -> None:
-        await self._call("set_status", chat=chat, text=text)
-
-    async def draft(
-        self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
-    ) -> None:
-        await self._call("draft", chat=chat, draft_id=draft_id, text=text, markup=markup)
-
-    async def direct_chat(self, user_id: str) -> ChatRef | None:
-        return (await self._call("direct_chat", user_id=user_id)).chat
-
-
 class CallServer:
     """A frontend's side: make the calls workers send for one platform."""
 
@@ -265,6 +67,7 @@ class CallServer:
         instance: str,
         fence_of: Callable[[str], Any],
         stats: ScaleStats,
+        forms: SharedForms | None = None,
     ) -> None:
         self._redis = client
         self._stream = calls_stream(prefix, platform)
@@ -273,6 +76,7 @@ class CallServer:
         self._fence_of = fence_of  # key → awaitable current token
         self._budgets = Budgets(client, prefix, platform)
         self._stats = stats
+        self._forms = forms
         self._limiter = anyio.Semaphore(CONCURRENT_CALLS)  # released by the task it starts
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -285,7 +89,7 @@ class CallServer:
                     if not ready:  # again after any failure: Redis may have lost it
                         # From the start: calls made before any frontend ran are past
                         # their deadlines by now, or still wanted.
-                        await _ensure_group(self._redis, self._stream, GROUP, "0")
+                        await ensure_group(self._redis, self._stream, GROUP)
                         ready = True
                         # Read once already, but the answer to the read was lost with
                         # the connection: they are this frontend's pending ones.
@@ -359,7 +163,12 @@ class CallServer:
         if call.key and int(await self._fence_of(call.key)) != call.fence:
             return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
         try:
-            return await perform(self._adapter, call)
+            answer = await perform(self._adapter, call)
+            if self._forms is not None and call.buttons:
+                # Its press may reach another frontend: the form must be found there.
+                with contextlib.suppress(RedisError):
+                    await self._forms.remember(call.buttons)
+            return answer
         except PlatformError as exc:
             return failed(call.id, exc)
         except Exception as exc:  # the adapter's bug: the worker's outbox drops the op
@@ -410,16 +219,3 @@ async def perform(adapter: Adapter, call: Call) -> Answer:
         case "direct_chat":
             chat = await a.direct_chat(call.user_id) if hasattr(a, "direct_chat") else None
     return Answer(id=call.id, ref=ref, chat=chat)
-
-
-async def _ensure_group(client: aioredis.Redis, stream: str, group: str, start: str) -> None:
-    try:
-        await client.xgroup_create(stream, group, id=start, mkstream=True)
-    except ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
-
-
-async def _quietly(awaitable: Any) -> None:
-    with contextlib.suppress(RedisError):
-        await awaitable

@@ -185,6 +185,15 @@ class Leases:
         )
         return [(str(name), float(score) > 0) for name, score in found]
 
+    async def held_by(self, holder_prefix: str) -> list[str]:
+        """The conversations whose lease a holder named so holds (a worker's name)."""
+        names = [str(n) for n in await self._redis.zrange(self._index, 0, -1)]
+        holders: list[Any] = []
+        for start in range(0, len(names), 500):
+            chunk = names[start : start + 500]
+            holders += await self._redis.mget([self.lease_key(n) for n in chunk])
+        return [n for n, h in zip(names, holders, strict=True) if h and h.startswith(holder_prefix)]
+
     async def forget(self, name: str) -> None:
         """Out of the lapse index (nothing left to take over), unless claimed since."""
         await self._forget(keys=[self.lease_key(name), self._index], args=[name])

@@ -21,19 +21,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from redis.exceptions import RedisError, ResponseError
 
-from bridge.scale.lease import Held, Leases
+from bridge.scale.groups import ensure_group, forever, take_pending
+from bridge.scale.lease import Leases
 from bridge.scale.names import OWNER, WORKERS, claims_stream, inbound_stream
+from bridge.scale.owned import Owned, WorkerSettings
 from bridge.scale.wire import unwrap
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     import redis.asyncio as aioredis
     from anyio.abc import TaskStatus
 
@@ -47,27 +46,6 @@ BLOCK_MS = 250  # a newly owned stream joins the blocking read within this
 SWEEP_BATCH = 100
 RETRY_AFTER = 1.0  # s before an inbound that could not be taken in is read again
 RELEASE_FLUSH = 10.0  # s a handed-back conversation's last chat output may take
-
-
-@dataclass(frozen=True)
-class WorkerSettings:
-    name: str
-    instance: str  # this process's: a restart with the same name is another instance
-    max_agents: int = 100  # conversations owned at once
-    lease_ttl: float = 15.0
-
-    @property
-    def holder(self) -> str:
-        return f"{self.name}/{self.instance}"
-
-
-@dataclass
-class Owned:
-    held: Held
-    stream: str
-    cursor: str = "0"  # "0" or an id: its pending entries still to read; ">" new ones
-    inflight: dict[str, str] = field(default_factory=dict)  # event id → entry id
-    resume_at: float = 0.0  # after an inbound could not be taken in: read again then
 
 
 class Worker:
@@ -111,7 +89,7 @@ class Worker:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._own_back)
             for loop in (self._renewing, self._acking, self._reading, self._claims, self._sweeping):
-                tg.start_soon(_forever, loop)
+                tg.start_soon(forever, loop)
             task_status.started()
             await anyio.sleep_forever()
 
@@ -119,24 +97,18 @@ class Worker:
         """At start: the conversations an earlier instance of this worker (its name)
         still holds are taken back at once, running agents and all, rather than left
         to lapse and move to another worker."""
-        mine = f"{self.settings.name}/"
         try:
-            names = [str(n) for n in await self._redis.zrange(self._leases.index, 0, -1)]
-            holders: list[Any] = []
-            for start in range(0, len(names), 500):
-                chunk = names[start : start + 500]
-                holders += await self._redis.mget([self._leases.lease_key(n) for n in chunk])
+            found = await self._leases.held_by(f"{self.settings.name}/")
         except RedisError as exc:
             await self._redis_failed("looking for this worker's conversations", exc, retry=False)
             return
-        found = [n for n, h in zip(names, holders, strict=True) if h and str(h).startswith(mine)]
         for key in found:
             try:
                 await self._claim(key, lapsed=True)
             except Exception:
                 log.exception("taking %s back failed", key)
         if found:
-            log.info("took back %d conversation(s) an earlier %s held", len(found), mine[:-1])
+            log.info("took back %d conversation(s) this worker held", len(found))
 
     async def hand_over_idle(self) -> None:
         """Stop claiming; let go of every conversation not running (SIGTERM)."""
@@ -163,7 +135,7 @@ class Worker:
                 continue
             try:
                 if not ready:
-                    await _ensure_group(self._redis, stream, WORKERS)
+                    await ensure_group(self._redis, stream, WORKERS)
                     ready = True
                 found: Any = await self._redis.xreadgroup(
                     WORKERS, self.settings.holder, {stream: ">"}, count=1, block=1000
@@ -178,12 +150,12 @@ class Worker:
 
     async def _claim(self, key: str, *, lapsed: bool = False) -> None:
         bridge = self._bridge_for(key)
-        if key in self.owned or bridge is None or not self._claiming:
-            return
-        # Draining (SIGTERM reaches the bridges before `hand_over_idle` stops the
-        # claiming): a conversation taken over now could not start here; the sweep
-        # took them and `take_over` failed on the closed task group, ending the worker.
-        if not bridge.supervisor.accepting:
+        # Not while draining: a conversation taken over could not start here.
+        if (
+            key in self.owned
+            or bridge is None
+            or not (self._claiming and bridge.supervisor.accepting)
+        ):
             return
         settings = self.settings
         mine = f"{settings.name}/"
@@ -191,9 +163,9 @@ class Worker:
         if held is None:
             return
         stream = inbound_stream(self._prefix, key)
-        await _ensure_group(self._redis, stream, OWNER)
+        await ensure_group(self._redis, stream, OWNER)
         # Whatever an earlier owner read and never finished is this worker's now.
-        moved = await self._claim_pending(stream)
+        moved = await take_pending(self._redis, stream, OWNER, settings.holder)
         if lapsed or moved or (held.previous and held.previous != settings.holder):
             self._stats.lease_takeovers += 1
             log.info("took over %s (%d unfinished inbound(s))", key, moved)
@@ -203,17 +175,6 @@ class Worker:
             await bridge.supervisor.take_over(key)
         except Exception:
             log.exception("taking over %s failed", key)
-
-    async def _claim_pending(self, stream: str) -> int:
-        moved, start = 0, "0-0"
-        while True:
-            reply: Any = await self._redis.xautoclaim(
-                stream, OWNER, self.settings.holder, 0, start_id=start, count=100
-            )
-            start, entries = str(reply[0]), reply[1]
-            moved += len(entries)
-            if start == "0-0" or not entries:
-                return moved
 
     # --- reading ----------------------------------------------------------------------
 
@@ -299,7 +260,7 @@ class Worker:
         """Redis lost the groups (restarted without its data): make them again."""
         for owned in list(self.owned.values()):
             try:
-                await _ensure_group(self._redis, owned.stream, OWNER)
+                await ensure_group(self._redis, owned.stream, OWNER)
             except RedisError as exc:
                 await self._redis_failed("making a consumer group", exc)
                 return
@@ -436,23 +397,4 @@ class Worker:
         self._stats.redis_errors += 1
         log.warning("%s failed: %s", doing, exc)
         if retry:
-            await anyio.sleep(1.0)
-
-
-async def _ensure_group(client: aioredis.Redis, stream: str, group: str) -> None:
-    """The group, reading from the stream's start: entries added before it count."""
-    try:
-        await client.xgroup_create(stream, group, id="0", mkstream=True)
-    except ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
-
-
-async def _forever(loop: Callable[[], Awaitable[None]]) -> None:
-    """A loop that must not end: a bug in one round is logged, and it starts again."""
-    while True:
-        try:
-            await loop()
-        except Exception:
-            log.exception("worker loop %s failed; starting it again", loop.__name__)
             await anyio.sleep(1.0)

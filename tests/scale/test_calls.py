@@ -28,8 +28,10 @@ from bridge.model import (
 from bridge.outbox.calls import CALLING
 from bridge.outbox.streams import StreamEnded
 from bridge.scale.budget import Budgets
-from bridge.scale.calls import CallLink, CallServer, RemoteAdapter, calls_stream, replies_stream
+from bridge.scale.calls import CallServer, calls_stream
+from bridge.scale.forms import SharedForms
 from bridge.scale.lease import Leases
+from bridge.scale.remote import CallLink, RemoteAdapter, replies_stream
 from bridge.scale.stats import ScaleStats
 from bridge.scale.wire import Answer, Call, Fenced
 from tests.support.recording_adapter import StreamingAdapter
@@ -95,8 +97,9 @@ async def rig(
     remote = RemoteAdapter(StreamingAdapter(limits), link, PLATFORM, lambda k: tokens.get(k, 0))
     async with anyio.create_task_group() as tg:
         if serve:
+            forms = SharedForms(client, prefix)
             server = CallServer(
-                client, prefix, PLATFORM, platform, "f1", leases.current_token, ScaleStats()
+                client, prefix, PLATFORM, platform, "f1", leases.current_token, ScaleStats(), forms
             )
             await tg.start(server.run)
         await tg.start(link.run)
@@ -334,3 +337,18 @@ async def _blocked_in(client: aioredis.Redis, command: str) -> str:
                 if one.get("cmd") == command and "b" in one.get("flags", ""):
                     return str(one["id"])
             await anyio.sleep(0.01)
+
+
+async def test_a_buttons_form_is_found_by_every_frontend(client: aioredis.Redis) -> None:
+    from bridge.model import Button, Form
+
+    why = Form("Why not?", multiline=True)
+    buttons = ((Button("Allow", "tok-allow"), Button("Deny…", "tok-deny", form=why)),)
+    async with rig(client) as r:
+        with calling(KEY):
+            await r.remote.send(CHAT, "Run this?", buttons=buttons)
+        # Another frontend, which did not post the question, gets the press.
+        elsewhere = SharedForms(client, r.prefix)
+        assert await elsewhere.find("tok-deny") == why
+        assert await elsewhere.find("tok-allow") is None
+        assert await elsewhere.find("unknown") is None
