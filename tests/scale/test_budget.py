@@ -7,7 +7,6 @@ change the answer.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,36 +14,13 @@ import redis.asyncio as aioredis
 
 from bridge.model import ChatRef, PlatformLimits
 from bridge.scale.budget import Bucket, Budgets
-from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
 
 SLOW = 0.001  # tokens per second: nothing refills during a test
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if redis_server_bin() is None:
-        pytest.fail(INSTALL_HINT, pytrace=False)
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(redis_server.url, decode_responses=True)
-    try:
-        yield client
-    finally:
-        await client.aclose()
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"t{uuid.uuid4().hex}:"
 
 
 async def test_a_full_bucket_gives_its_burst_then_asks_to_wait_for_a_token(

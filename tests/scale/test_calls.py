@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from bridge.model import (
     BadFormatting,
@@ -35,10 +34,11 @@ from bridge.scale.remote import CallLink, RemoteAdapter, replies_stream
 from bridge.scale.stats import ScaleStats
 from bridge.scale.wire import Answer, Call, Fenced
 from tests.support.recording_adapter import StreamingAdapter
-from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+    import redis.asyncio as aioredis
 
     from tests.support.recording_adapter import CallKind
 
@@ -51,23 +51,6 @@ WORKER = "w1/i1"
 FAST = PlatformLimits(chat_rate=1000.0, global_rate=1000.0)
 BINARY = bytes(range(256))
 WAIT = 10.0  # s any one test may take
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if redis_server_bin() is None:
-        pytest.fail(INSTALL_HINT, pytrace=False)
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(redis_server.url, decode_responses=True)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 @dataclass

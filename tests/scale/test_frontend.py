@@ -4,13 +4,11 @@ nobody owns the conversation), and the Telegram poller gated by its lease."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from bridge.model import Attachment, AttachmentRefused, ChatRef, Inbound, Sender
 from bridge.options import AgentOptions, BridgeOptions
@@ -19,12 +17,12 @@ from bridge.scale.lease import Leases
 from bridge.scale.names import POLL_LEASE, claims_stream, inbound_stream
 from bridge.scale.stats import ScaleStats
 from bridge.scale.wire import unwrap
-from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
 
+    import redis.asyncio as aioredis
     from anyio.abc import TaskStatus
 
 pytestmark = pytest.mark.anyio
@@ -34,28 +32,6 @@ CHAT = ChatRef("42")
 ANN = Sender("7", "Ann")
 FILE_CAP = 10  # bytes: the options' file_max_bytes
 TTL = 1.5  # s: the polling lease's
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if redis_server_bin() is None:
-        pytest.fail(INSTALL_HINT, pytrace=False)
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(redis_server.url, decode_responses=True)
-    try:
-        yield client
-    finally:
-        await client.aclose()
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"t{uuid.uuid4().hex}:"
 
 
 @pytest.fixture

@@ -13,36 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from bridge.scale.lease import Held, Leases
-from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    import redis.asyncio as aioredis
 
 pytestmark = pytest.mark.anyio
 
 KEY = "tg:123"
 STREAM_GROUP = "owner"
 LONG = 30.0  # s: a ttl no test outlives
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if redis_server_bin() is None:
-        pytest.fail(INSTALL_HINT, pytrace=False)
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(redis_server.url, decode_responses=True)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 @pytest.fixture
