@@ -62,16 +62,12 @@ async def fetched(
     said: list[str] = []  # lines for the agent: files that arrived, transcripts
     problems: list[str] = []
     for attachment in inbound.attachments:
-        image = attachment.kind == "image"
-        cap = MAX_ATTACHMENT if image else options.file_max_bytes
         try:
-            if attachment.size is not None and attachment.size > cap:
-                raise too_large(cap, attachment.size)
-            with anyio.fail_after(FETCH_TIMEOUT):
-                data = await attachment.fetch(cap)
-            if image:
+            data = await download(attachment, options)
+            if attachment.kind == "image":
                 images.append(Image(data, attachment.mime_type))
                 continue
+            cap = cap_for(attachment, options)
             where = await _save(await place.workspace(), attachment, data, cap)
             if attachment.kind == "voice":
                 said += await _heard(attachment, data, where, options, tell)
@@ -94,6 +90,21 @@ async def fetched(
         return None
     text = "\n".join([*said, inbound.text]).strip()
     return replace(inbound, text=text, images=(*inbound.images, *images), attachments=())
+
+
+def cap_for(attachment: Attachment, options: BridgeOptions) -> int:
+    """The most bytes an attachment of its kind may have."""
+    return MAX_ATTACHMENT if attachment.kind == "image" else options.file_max_bytes
+
+
+async def download(attachment: Attachment, options: BridgeOptions) -> bytes:
+    """Its bytes, at most `cap_for` them: `AttachmentRefused` past that (before the
+    download when the platform announced its size), TimeoutError after FETCH_TIMEOUT."""
+    cap = cap_for(attachment, options)
+    if attachment.size is not None and attachment.size > cap:
+        raise too_large(cap, attachment.size)
+    with anyio.fail_after(FETCH_TIMEOUT):
+        return await attachment.fetch(cap)
 
 
 async def _save(workspace: Path, attachment: Attachment, data: bytes, cap: int) -> Path:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import anyio
 from redis.exceptions import RedisError
 
-from bridge.attachments import FETCH_TIMEOUT, too_large
-from bridge.model import MAX_ATTACHMENT, AttachmentRefused, ChatRef
+from bridge.attachments import download
+from bridge.model import AttachmentRefused, ChatRef
 from bridge.scale.lease import Held, Leases
 from bridge.scale.names import POLL_LEASE, claims_stream, inbound_stream, seen_key
 from bridge.scale.wire import Carried, envelope
@@ -105,14 +105,9 @@ class Forwarder:
         return replace(inbound, key=record.key, chat=chat)
 
     async def _carry(self, attachment: Attachment) -> Carried:
-        image = attachment.kind == "image"
-        cap = MAX_ATTACHMENT if image else self._options.file_max_bytes
         data, refused = None, ""
         try:
-            if attachment.size is not None and attachment.size > cap:
-                raise too_large(cap, attachment.size)
-            with anyio.fail_after(FETCH_TIMEOUT):
-                data = await attachment.fetch(cap)
+            data = await download(attachment, self._options)
         except AttachmentRefused as exc:
             refused = str(exc)
         except Exception as exc:  # the worker tells the sender it could not be had
