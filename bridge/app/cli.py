@@ -18,7 +18,7 @@ import anyio
 
 from bridge.app.check import check, say
 from bridge.app.config import ConfigError, Loaded, load_config
-from bridge.app.run import PlatformFailed, one_line, serve
+from bridge.app.run import described, serve
 from bridge.logs import RedactedStream, redactor, setup_logging
 
 log = logging.getLogger("bridge.cli")
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         # Startup failures (store unreachable, a platform refusing the token, a taken
         # metrics port) are operator problems: say what, not where in the code.
         log.debug("stopped by an error", exc_info=True)
-        print(f"pi-bridge: {_describe(exc)}", file=err)
+        print(f"pi-bridge: {described(exc)}", file=err)
         return 1
 
 
@@ -134,14 +134,6 @@ async def _stop_agents(loaded: Loaded) -> int:
         return await stop_all(store)
     finally:
         await store.aclose()
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    if isinstance(exc, PlatformFailed):
-        return str(exc)
-    return f"{type(exc).__name__}: {one_line(exc)}"
 
 
 if __name__ == "__main__":

@@ -245,9 +245,11 @@ def _contain_agents(options: BridgeOptions) -> None:
 
 def described(exc: BaseException) -> str:
     """What failed, in words: a task group's failure is its tasks' errors, not
-    "unhandled errors in a TaskGroup"."""
+    "unhandled errors in a TaskGroup"; a platform's says which, already."""
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(described(e) for e in exc.exceptions)
+    if isinstance(exc, PlatformFailed):
+        return str(exc)
     return f"{type(exc).__name__}: {one_line(exc)}"
 
 
