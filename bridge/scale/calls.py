@@ -21,14 +21,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from redis.exceptions import RedisError
 
 from bridge.model import ChatRef, MessageRef, PlatformError
 from bridge.scale.budget import Budgets
-from bridge.scale.groups import ensure_group
+from bridge.scale.groups import Backoff, ensure_group
 from bridge.scale.wire import Answer, Call, Fenced, failed
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class CallServer:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        backoff, ready = 0.1, False
+        backoff, ready = Backoff(), False
         async with anyio.create_task_group() as tg:
             while True:
                 try:
@@ -107,10 +107,9 @@ class CallServer:
                     self._stats.redis_errors += 1
                     ready = False
                     log.warning("reading platform calls failed (%s); retrying", exc)
-                    await anyio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
+                    await backoff.wait()
                     continue
-                backoff = 0.1
+                backoff.reset()
                 for _stream, entries in found or ():
                     for _id, fields in entries:
                         await self._limiter.acquire()
@@ -137,31 +136,36 @@ class CallServer:
     async def _reply(self, stream: str, answer: Answer) -> None:
         """The call was made: its answer must get through a Redis blip, or the worker
         would take the call for lost and make it again."""
-        delay = 0.1
-        for _ in range(REPLY_TRIES - 1):
+        backoff = Backoff(most=2.0)
+        for attempt in range(REPLY_TRIES):
             try:
                 await self._redis.xadd(stream, {"a": answer.model_dump_json()}, maxlen=STREAM_CAP)
                 return
             except RedisError as exc:
+                if attempt == REPLY_TRIES - 1:
+                    raise
                 self._stats.redis_errors += 1
                 log.warning("answering a platform call failed (%s); retrying", exc)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 2.0)
-        await self._redis.xadd(stream, {"a": answer.model_dump_json()}, maxlen=STREAM_CAP)
+                await backoff.wait()
 
-    async def _answer(self, call: Call) -> Answer | None:
-        if call.deadline and time.time() > call.deadline:
-            return None  # its worker gave up on it, and may have retried it already
-        if call.key and int(await self._fence_of(call.key)) != call.fence:
-            return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
-        chat = call.chat or (call.ref.chat if call.ref is not None else None)
-        buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
-        self._stats.budget_waits += await self._budgets.take(buckets)
-        # Again: the budget may have held it past its deadline, or past the lease.
+    async def _refused(self, call: Call) -> Answer | Literal[False] | None:
+        """None: its worker gave up on it (past its deadline), and may have retried it
+        already; `Fenced`: another worker owns its conversation now; False: make it."""
         if call.deadline and time.time() > call.deadline:
             return None
         if call.key and int(await self._fence_of(call.key)) != call.fence:
             return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
+        return False
+
+    async def _answer(self, call: Call) -> Answer | None:
+        if (refused := await self._refused(call)) is not False:
+            return refused
+        chat = call.chat or (call.ref.chat if call.ref is not None else None)
+        buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
+        self._stats.budget_waits += await self._budgets.take(buckets)
+        # Again: the budget may have held it past its deadline, or past the lease.
+        if (refused := await self._refused(call)) is not False:
+            return refused
         try:
             answer = await perform(self._adapter, call)
             if self._forms is not None and call.buttons:

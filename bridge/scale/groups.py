@@ -1,4 +1,4 @@
-"""Small Redis helpers the frontends' and workers' loops share."""
+"""Small helpers the frontends' and workers' Redis loops share: consumer groups, retries."""
 
 from __future__ import annotations
 
@@ -14,6 +14,20 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
 log = logging.getLogger(__name__)
+
+
+class Backoff:
+    """Waits that double from `first` up to `most`, and start over after a success."""
+
+    def __init__(self, first: float = 0.1, most: float = 5.0) -> None:
+        self.first, self.most, self.delay = first, most, first
+
+    async def wait(self) -> None:
+        await anyio.sleep(self.delay)
+        self.delay = min(self.delay * 2, self.most)
+
+    def reset(self) -> None:
+        self.delay = self.first
 
 
 async def ensure_group(client: aioredis.Redis, stream: str, group: str, start: str = "0") -> None:

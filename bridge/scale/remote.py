@@ -24,6 +24,7 @@ from bridge.outbox.calls import CALLING
 from bridge.outbox.drafts import Drafting
 from bridge.outbox.streams import Streaming
 from bridge.scale.calls import BLOCK_MS, CALL_TIMEOUT, STREAM_CAP, calls_stream
+from bridge.scale.groups import Backoff
 from bridge.scale.wire import Answer, Call, Fenced, raise_for
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class CallLink:
         # as it is read, so its start is what is unread.
         last = "0-0"
         task_status.started()
-        backoff = 0.1
+        backoff = Backoff()
         while True:
             try:
                 found: Any = await self._redis.xread(
@@ -92,11 +93,12 @@ class CallLink:
                 )
             except RedisError as exc:
                 self._stats.redis_errors += 1
-                log.warning("reading call answers failed (%s); retrying in %.1f s", exc, backoff)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
+                log.warning(
+                    "reading call answers failed (%s); retrying in %.1f s", exc, backoff.delay
+                )
+                await backoff.wait()
                 continue
-            backoff = 0.1
+            backoff.reset()
             for _stream, entries in found or ():
                 for entry_id, fields in entries:
                     last = entry_id
