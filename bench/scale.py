@@ -143,9 +143,9 @@ async def worker(
                 yield bridge
             finally:
                 with anyio.CancelScope(shield=True):
-                    await work.hand_over_idle()
+                    await work.hand_over()
         with anyio.CancelScope(shield=True):
-            await work.release_all()
+            await work.hand_over(running_too=True)
         tg.cancel_scope.cancel()
 
 

@@ -193,11 +193,11 @@ async def worker(
                 )
                 await stopping.wait()
                 log.info("worker %s: handing idle conversations over, then draining", settings.name)
-                await worker.hand_over_idle()
+                await worker.hand_over()
             # The bridges drained: with on_stop = "stop" nothing runs here any more;
             # with "detach" the running agents' leases are kept for this name's restart.
             if loaded.options.on_stop == "stop":
-                await worker.release_all()
+                await worker.hand_over(running_too=True)
             tg.cancel_scope.cancel()
 
 

@@ -22,9 +22,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
+# Redis's own clock in ms, so every worker scores leases on one clock.
+_NOW_MS = """
+local function now_ms()
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+end
+"""
+
 # KEYS: lease, fence, lapse index. ARGV: holder, ttl ms, own-name prefix ("" none),
 # member in the index ("" none). → {token, previous holder or ""}; token 0: held by another.
-_CLAIM = """
+_CLAIM = (
+    _NOW_MS
+    + """
 local current = redis.call('GET', KEYS[1])
 if current and current ~= ARGV[1] then
   if ARGV[3] == '' or string.sub(current, 1, #ARGV[3]) ~= ARGV[3] then
@@ -34,26 +44,26 @@ end
 local token = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if ARGV[4] ~= '' then
-  local now = redis.call('TIME')
-  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  redis.call('ZADD', KEYS[3], ms + tonumber(ARGV[2]), ARGV[4])
+  redis.call('ZADD', KEYS[3], now_ms() + tonumber(ARGV[2]), ARGV[4])
 end
 return {token, current or ''}
 """
+)
 
 # KEYS: lease, fence, lapse index. ARGV: holder, token, ttl ms, member ("" none). → 1 | 0
-_RENEW = """
+_RENEW = (
+    _NOW_MS
+    + """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('GET', KEYS[2]) ~= ARGV[2] then
   return 0
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if ARGV[4] ~= '' then
-  local now = redis.call('TIME')
-  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  redis.call('ZADD', KEYS[3], ms + tonumber(ARGV[3]), ARGV[4])
+  redis.call('ZADD', KEYS[3], now_ms() + tonumber(ARGV[3]), ARGV[4])
 end
 return 1
 """
+)
 
 # KEYS: lease, fence, lapse index. ARGV: holder, token, member ("" none).
 # Released, the member stays in the index as lapsed, so a sweep looks at it.
@@ -106,10 +116,10 @@ class Held:
 class Leases:
     """The lease scripts over one Redis client, under `prefix`."""
 
-    def __init__(self, client: aioredis.Redis, prefix: str, index: str = "") -> None:
+    def __init__(self, client: aioredis.Redis, prefix: str) -> None:
         self._redis = client
         self._prefix = prefix
-        self._index = f"{prefix}lapse:{index}" if index else f"{prefix}lapse"
+        self._index = f"{prefix}lapse"
         self._claim = client.register_script(_CLAIM)
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
@@ -171,13 +181,10 @@ class Leases:
         value = await self._redis.get(self.fence_key(name))
         return int(value or 0)
 
-    async def lapsed(self, limit: int) -> list[str]:
-        """Up to `limit` names whose lease lapsed (by Redis's clock), oldest first."""
-        return [name for name, _died in await self.lapsed_how(limit)]
-
-    async def lapsed_how(self, limit: int) -> list[tuple[str, bool]]:
-        """As `lapsed`, each with whether its holder died holding it (True), rather
-        than letting it go (`release` scores it 0)."""
+    async def lapsed(self, limit: int) -> list[tuple[str, bool]]:
+        """Up to `limit` names whose lease lapsed (by Redis's clock), oldest first, each
+        with whether its holder died holding it (True), rather than letting it go
+        (`release` scores it 0)."""
         seconds, micros = await self._redis.time()
         now = int(seconds) * 1000 + int(micros) // 1000
         found: Any = await self._redis.zrangebyscore(

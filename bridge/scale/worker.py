@@ -110,19 +110,15 @@ class Worker:
         if found:
             log.info("took back %d conversation(s) this worker held", len(found))
 
-    async def hand_over_idle(self) -> None:
-        """Stop claiming; let go of every conversation not running (SIGTERM)."""
+    async def hand_over(self, *, running_too: bool = False) -> None:
+        """Stop claiming; let go of every conversation not running (SIGTERM), or of
+        every one (`running_too`: the bridges drained with `on_stop = "stop"`)."""
         self._claiming = False
         for key in list(self.owned):
             bridge = self._bridge_for(key)
             conversation = bridge.supervisor.conversations.get(key) if bridge else None
-            if conversation is None or not conversation.busy:
+            if running_too or conversation is None or not conversation.busy:
                 await self._release(key)
-
-    async def release_all(self) -> None:
-        """After the bridges drained with `on_stop = "stop"`: nothing runs here now."""
-        for key in list(self.owned):
-            await self._release(key)
 
     # --- claiming -------------------------------------------------------------------
 
@@ -304,13 +300,9 @@ class Worker:
 
     async def _lose(self, key: str) -> None:
         """The lease is another's now: stop this conversation here, touch nothing more."""
-        owned = self.owned.pop(key, None)
-        if owned is None:
+        if self._disown(key) is None:
             return
-        for event in owned.inflight:
-            self._events.pop(event, None)
         self._stats.leases_lost += 1
-        self._stats.leases_held = len(self.owned)
         log.warning("%s: lease lost; its agent is stopped here", key)
         bridge = self._bridge_for(key)
         if bridge is not None:
@@ -324,17 +316,22 @@ class Worker:
             await bridge.supervisor.let_go(key)
             with anyio.move_on_after(RELEASE_FLUSH):
                 await bridge.outbox.flush(key)
-        owned = self.owned.pop(key, None)
+        owned = self._disown(key)
         if owned is None:
             return
-        for event in owned.inflight:
-            self._events.pop(event, None)
-        self._stats.leases_held = len(self.owned)
         try:
             if await self._leases.release(owned.held):
                 await self._leases.drop_if_empty(owned.stream)
         except RedisError as exc:
             await self._redis_failed(f"releasing {key}", exc, retry=False)
+
+    def _disown(self, key: str) -> Owned | None:
+        owned = self.owned.pop(key, None)
+        if owned is not None:
+            for event in owned.inflight:
+                self._events.pop(event, None)
+            self._stats.leases_held = len(self.owned)
+        return owned
 
     # --- sweeping ---------------------------------------------------------------------
 
@@ -355,23 +352,28 @@ class Worker:
                 await self._release(key)
         if not self._claiming:
             return
-        live = {r.key for b in self.bridges for r in await b.store.live_runs()}
-        for key, died in await self._leases.lapsed_how(SWEEP_BATCH):
+        lapsed = await self._leases.lapsed(SWEEP_BATCH)
+        runs = [r for b in self.bridges for r in await b.store.live_runs()] if lapsed else []
+        live = {r.key for r in runs}
+        for key, died in lapsed:
             if key in self.owned or len(self.owned) >= self.settings.max_agents:
                 continue
-            waiting = await self._redis.xlen(inbound_stream(self._prefix, key))
-            record = None
-            bridge = self._bridge_for(key)
-            if bridge is not None and not waiting and key not in live:
-                record = await bridge.store.get_conversation(key)
             # A worker that died holding it may have died mid-run before any trace of
             # the run reached the store: taken over, its chat is told what is known.
-            hosted = record is not None and record.host is not None
-            if died or waiting or key in live or hosted:
+            if died or await self._left_work(key, live):
                 await self._claim(key, lapsed=True)
             else:
                 await self._leases.forget(key)
         await self._stale_claims()
+
+    async def _left_work(self, key: str, live: set[str]) -> bool:
+        """Whether a conversation let go of still wants an owner: messages waiting,
+        a run left live, or an agent running under its host."""
+        if key in live or await self._redis.xlen(inbound_stream(self._prefix, key)):
+            return True
+        bridge = self._bridge_for(key)
+        record = await bridge.store.get_conversation(key) if bridge is not None else None
+        return record is not None and record.host is not None
 
     async def _stale_claims(self) -> None:
         """Claims a worker read and died before acting on."""
@@ -388,10 +390,7 @@ class Worker:
     # --- helpers ------------------------------------------------------------------------
 
     def _bridge_for(self, key: str) -> Bridge | None:
-        for bridge in self.bridges:
-            if key.startswith(bridge.options.key_prefix):
-                return bridge
-        return None
+        return next((b for b in self.bridges if key.startswith(b.options.key_prefix)), None)
 
     async def _redis_failed(self, doing: str, exc: Exception, *, retry: bool = True) -> None:
         self._stats.redis_errors += 1

@@ -164,7 +164,7 @@ async def test_a_lease_lapses_after_its_ttl_and_is_listed_as_lapsed(
 
     await anyio.sleep(1.3)
 
-    assert await leases.lapsed(10) == [KEY]
+    assert await leases.lapsed(10) == [(KEY, True)]  # its holder died holding it
     assert not await client.exists(leases.lease_key(KEY))
     assert await leases.renew(held, LONG) is False
     taken = await leases.claim(KEY, "w2/a", LONG)
@@ -190,8 +190,8 @@ async def test_lapsed_lists_oldest_first_up_to_the_limit(leases: Leases) -> None
 
     await anyio.sleep(0.3)
 
-    assert await leases.lapsed(10) == ["tg:1", "tg:2", "tg:0"]
-    assert await leases.lapsed(2) == ["tg:1", "tg:2"]
+    assert await leases.lapsed(10) == [("tg:1", True), ("tg:2", True), ("tg:0", True)]
+    assert await leases.lapsed(2) == [("tg:1", True), ("tg:2", True)]
 
 
 async def test_forget_keeps_a_claimed_lease_in_the_index(
@@ -220,7 +220,7 @@ async def test_release_leaves_it_lapsed_in_the_index_with_score_0(
     assert await leases.release(held)
 
     assert await client.zscore(leases.index, KEY) == 0
-    assert await leases.lapsed(10) == [KEY]
+    assert await leases.lapsed(10) == [(KEY, False)]  # let go of, not died holding it
     assert not await client.exists(leases.lease_key(KEY))
     assert await leases.current_token(KEY) == 1  # the token never goes back
 
