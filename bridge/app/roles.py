@@ -15,11 +15,12 @@ import functools
 import logging
 import secrets
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import redis.asyncio as aioredis
 
+from bridge.app import serving
 from bridge.app.platforms import for_platform
 from bridge.scale.calls import CallServer
 from bridge.scale.forms import SharedForms
@@ -63,9 +64,6 @@ async def frontend(
     loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event, stats: ScaleStats
 ) -> None:
     from adapters.slack.adapter import SlackAdapter
-    from adapters.slack.groups import user_groups_in
-    from adapters.slack.runner import PREFIXES, run_slack
-    from adapters.telegram.runner import serve as serve_telegram
 
     instance = f"{socket.gethostname()}-{secrets.token_hex(3)}"
     stats.role, stats.name = "frontend", instance
@@ -75,9 +73,11 @@ async def frontend(
         forms = SharedForms(client, prefix)
 
         @contextlib.asynccontextmanager
-        async def serving(
-            platform: str, adapter: Adapter, options: BridgeOptions, **kw: object
+        async def make(
+            platform: str, adapter: Adapter, options: BridgeOptions, **kw: Any
         ) -> AsyncIterator[Counted]:
+            if "bot_name" in kw:  # workers route group mentions by it; only frontends learn it
+                await client.set(identity_key(prefix, platform), kw["bot_name"], ex=IDENTITY_TTL)
             forward = Forwarder(client, prefix, options, stats, store)
             calls = CallServer(
                 client, prefix, platform, adapter, instance, leases.current_token, stats, forms
@@ -85,51 +85,22 @@ async def frontend(
             if isinstance(adapter, SlackAdapter):  # a press may come to any frontend
                 adapter.forms_elsewhere = forms.find
             async with (
-                Bridge(adapter, store, options, forward=forward, **kw) as bridge,  # type: ignore[arg-type]
+                Bridge(adapter, store, options, forward=forward, **kw) as bridge,
                 anyio.create_task_group() as tg,
             ):
                 await tg.start(calls.run)
                 yield metrics.counting(platform, bridge)
                 tg.cancel_scope.cancel()
 
-        async def telegram() -> None:
-            settings = loaded.telegram
-            assert settings is not None
-            options = for_platform(
-                loaded.options, "tg:", settings.allowed_users, settings.approvers
-            )
-
-            @contextlib.asynccontextmanager
-            async def bridge_for(adapter: Adapter, bot_name: str) -> AsyncIterator[Counted]:
-                # Workers route group mentions by the bot's name; only frontends learn it.
-                key = identity_key(prefix, "telegram")
-                await client.set(key, bot_name, ex=IDENTITY_TTL)
-                async with serving("telegram", adapter, options, bot_name=bot_name) as handler:
-                    yield handler
-
-            gate = None
-            if not settings.webhook_url:
-                gate = functools.partial(while_polling, client, prefix, instance, ttl, stats)
-            await serve_telegram(settings, bridge_for, stop=stopping, poll_gate=gate)
-
-        async def slack() -> None:
-            settings = loaded.slack
-            assert settings is not None
-            options = for_platform(
-                loaded.options, "slack:", settings.allowed_users, settings.approvers
-            )
-
-            def bridge_for(adapter: Adapter) -> contextlib.AbstractAsyncContextManager[Counted]:
-                return serving("slack", adapter, options, prefixes=PREFIXES)
-
-            groups = user_groups_in(*(chat.approvers for chat in options.chats.values()))
-            await run_slack(settings, bridge_for, store, stop=stopping, user_groups=groups)
-
+        telegram = loaded.telegram
+        gate = None
+        if telegram is not None and not telegram.webhook_url:
+            gate = functools.partial(while_polling, client, prefix, instance, ttl, stats)
         async with anyio.create_task_group() as tg:
-            if loaded.telegram is not None:
-                tg.start_soon(telegram)
+            if telegram is not None:
+                tg.start_soon(serving.telegram, loaded, stopping, make, gate)
             if loaded.slack is not None:
-                tg.start_soon(slack)
+                tg.start_soon(serving.slack, loaded, store, stopping, make)
 
 
 async def worker(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from bridge.app import serving
 from bridge.app.platforms import for_platform, open_platforms
 from bridge.metrics import Metrics, serve_metrics
 from bridge.sandbox import make_undumpable, probe
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from adapters.console import ConsoleAdapter
     from bridge.app.config import Loaded
+    from bridge.app.serving import MakeBridge
     from bridge.metrics import Counted
     from bridge.model import Adapter
     from bridge.options import BridgeOptions
@@ -69,10 +71,11 @@ async def serve(loaded: Loaded, *, console: bool, stdin: TextIO | None = None) -
     elif console or not loaded.platforms:
         tasks["console"] = lambda: _console(options, store, metrics, stopping, stdin or sys.stdin)
     else:
+        make = _plain(store, metrics)
         if loaded.telegram is not None:
-            tasks["telegram"] = lambda: _telegram(loaded, store, metrics, stopping)
+            tasks["telegram"] = lambda: serving.telegram(loaded, stopping, make)
         if loaded.slack is not None:
-            tasks["slack"] = lambda: _slack(loaded, store, metrics, stopping)
+            tasks["slack"] = lambda: serving.slack(loaded, store, stopping, make)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_signals, stopping)
@@ -182,40 +185,18 @@ async def _lines(source: TextIO) -> AsyncIterator[str]:
         yield buffer.decode("utf-8", "replace")
 
 
-async def _telegram(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event) -> None:
-    from adapters.telegram.runner import serve as serve_telegram
+def _plain(store: Store, metrics: Metrics) -> MakeBridge:
+    """`--role all`'s bridges: each does everything for its platform."""
     from bridge.service import Bridge
 
-    settings = loaded.telegram
-    assert settings is not None
-    options = for_platform(loaded.options, "tg:", settings.allowed_users, settings.approvers)
-
     @contextlib.asynccontextmanager
-    async def bridge_for(adapter: Adapter, bot_name: str) -> AsyncIterator[Counted]:
-        async with Bridge(adapter, store, options, bot_name=bot_name) as bridge:
-            yield metrics.counting("telegram", bridge)
+    async def make(
+        platform: str, adapter: Adapter, options: BridgeOptions, **kw: Any
+    ) -> AsyncIterator[Counted]:
+        async with Bridge(adapter, store, options, **kw) as bridge:
+            yield metrics.counting(platform, bridge)
 
-    # `stop` rather than cancellation: the runner then confirms the handled updates.
-    await serve_telegram(settings, bridge_for, stop=stopping)
-
-
-async def _slack(loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event) -> None:
-    from adapters.slack.groups import user_groups_in
-    from adapters.slack.runner import PREFIXES, run_slack
-    from bridge.service import Bridge
-
-    settings = loaded.slack
-    assert settings is not None
-    options = for_platform(loaded.options, "slack:", settings.allowed_users, settings.approvers)
-
-    @contextlib.asynccontextmanager
-    async def bridge_for(adapter: Adapter) -> AsyncIterator[Counted]:
-        async with Bridge(adapter, store, options, prefixes=PREFIXES) as bridge:
-            yield metrics.counting("slack", bridge)
-
-    # Per-chat approvers may name user groups too; the intake resolves their members.
-    groups = user_groups_in(*(chat.approvers for chat in options.chats.values()))
-    await run_slack(settings, bridge_for, store, stop=stopping, user_groups=groups)
+    return make
 
 
 class SandboxUnavailable(Exception):
