@@ -35,7 +35,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.hidden import hidden_paths
 from bridge.options import SandboxMode, safe_name
+from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.sandbox import Bind, Sandbox
 
@@ -82,8 +84,10 @@ def probe() -> str | None:
         return "bwrap not found (install the bubblewrap package)"
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--", "true"]
+    # Only what bwrap needs to find `true`: none of the bridge's secrets.
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not run: {exc}"
     if done.returncode != 0:
@@ -109,11 +113,20 @@ def contain(
     session_dir: Path,
     git_dirs: tuple[Path, ...] = (),
 ) -> AgentSpec:
-    """`spec` as it runs in this conversation's sandbox (unchanged with mode "off");
-    `git_dirs` are what git in a project's worktree writes (`Worktree.git_dirs`)."""
+    """`spec` as it runs in this conversation's sandbox (with mode "off" only made
+    non-dumpable); `git_dirs` are what git in a project's worktree writes
+    (`Worktree.git_dirs`)."""
     policy = options.agent.sandbox
+    preload = nodump.library()
     if policy.mode == "off":
-        return spec
+        if preload is None:
+            log.warning("agents run dumpable: %s", nodump.missing_reason())
+            return spec
+        return replace(spec, env=dict(spec.env, LD_PRELOAD=str(preload)))
+    if preload is None:
+        raise AgentStartError(
+            f"the sandbox needs its non-dumpable agent: {nodump.missing_reason()}"
+        )
     bwrap = find_bwrap()
     if bwrap is None:
         raise AgentStartError("the sandbox needs bwrap (bubblewrap), which is not installed")
@@ -122,7 +135,7 @@ def contain(
     env = dict(spec.env, HOME=str(home), TMPDIR="/tmp")
     binds = _agent_config(spec.env, config, env)
     writable = _resolved((spec.cwd, session_dir, home, config, *git_dirs, *policy.read_write))
-    hidden = _resolved((options.data_dir, *policy.hidden, *_others(options, key, spec.cwd)))
+    hidden = hidden_paths(options, key, spec.cwd)  # what the bridge's own reads refuse too
     clash = sorted(str(p) for p in set(writable) & set(hidden))
     if clash:
         raise AgentStartError(f"refusing to give the agent write access to {', '.join(clash)}")
@@ -134,26 +147,13 @@ def contain(
         hidden_files=tuple(p for p in hidden if p.exists() and not p.is_dir()),
         binds=binds,
         network=policy.network,
+        preload=preload,
     )
     return replace(spec, cwd=spec.cwd.resolve(), env=env, sandbox=sandbox)
 
 
 def _resolved(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(p.resolve() for p in paths))
-
-
-def _others(options: BridgeOptions, key: str, workspace: Path) -> list[Path]:
-    """Other conversations' configured workspaces, unless ours lies inside one."""
-    mine = workspace.resolve()
-    own = options.chat(key)
-    found = []
-    for chat in options.chats.values():
-        if chat is own or chat.workspace is None:
-            continue
-        other = chat.workspace.resolve()
-        if not mine.is_relative_to(other):
-            found.append(other)
-    return found
 
 
 def _agent_config(

@@ -97,7 +97,7 @@ def keeper_arguments(spec: AgentSpec) -> tuple[list[str], str, list[str]]:
     if spec.sandbox is not None:
         # Inside, argv[0] is exec'd as named: the path found here is the same path there.
         command = bwrap_argv(spec.sandbox, spec.cwd, [found, *spec.argv[1:]])
-        return [], command[0], command
+        return ["--stdio-fds"], command[0], command
     return ["--no-caps"], found, list(spec.argv)
 
 

@@ -1,6 +1,6 @@
 """The agent's keeper on Linux: starts the agent and, when it ends, ends what it left.
 
-Run as a script (`python -I -S reaper.py BRIDGE_PID [--no-caps] EXECUTABLE ARGV0 ARGS...`), standing
+Run as a script (`python -I -S reaper.py BRIDGE_PID [FLAGS] EXECUTABLE ARGV0 ARGS...`), standing
 between the bridge and one agent. pi runs each bash tool in a session of its own and
 ends those only from its SIGTERM handler; on stdin EOF it exits and leaves them running
 (docs/rpc.md, "Nothing the agent starts outlives it"). When the bridge is SIGKILLed
@@ -17,7 +17,13 @@ both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. He
 - with `--no-caps` (an agent started without the sandbox, which drops them itself) the
   agent starts with no_new_privs and an empty capability bounding set, so an agent of
   a root bridge gets no capability on exec: without CAP_SYS_PTRACE it cannot read the
-  non-dumpable bridge's `/proc/<pid>/environ` (docs/security.md).
+  non-dumpable bridge's `/proc/<pid>/environ` (docs/security.md);
+- with `--stdio-fds` (an agent in bwrap, whose init keeps the stdio it was started with
+  for the sandbox's whole life, where the agent's tools could reopen it) the agent's
+  stdin and stdout are handed over on fds 3 and 4 and bwrap gets /dev/null on 0 and 1
+  (`bridge/rpc/sandbox.py` moves them back inside);
+- this process is non-dumpable: without the sandbox the agent's tools share our user,
+  and we hold the agent's stderr.
 
 Standard library only, and nothing imported from the bridge: it runs isolated (`-I -S`).
 """
@@ -31,6 +37,7 @@ import sys
 import time
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
@@ -39,6 +46,7 @@ BRIDGE_DIED = signal.SIGUSR1
 # Below the bridge's own SIGTERM wait (3 s) so the sweep ends before its group SIGKILL.
 KILL_AFTER = 2.0
 SWEEP_TIME = 2.0
+FLAGS = frozenset({"--no-caps", "--stdio-fds"})  # each at most once, before the executable
 
 
 def _prctl(option: int, value: int) -> int:
@@ -108,7 +116,18 @@ def sweep(deadline: float) -> None:
         time.sleep(0.02)
 
 
-def _start(executable: str, argv: list[str], no_caps: bool) -> int:
+def hand_over_stdio() -> None:
+    """The agent's pipes to fds 3 and 4 (inherited), /dev/null on 0 and 1."""
+    os.dup2(0, 3)
+    os.dup2(1, 4)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    if null > 4:
+        os.close(null)
+
+
+def _start(executable: str, argv: list[str], flags: frozenset[str]) -> int:
     keeper = os.getpid()
     pid = os.fork()
     if pid:
@@ -119,8 +138,10 @@ def _start(executable: str, argv: list[str], no_caps: bool) -> int:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != keeper:  # we died before the signal was set
             os._exit(143)
-        if no_caps:
+        if "--no-caps" in flags:
             drop_privileges()
+        if "--stdio-fds" in flags:
+            hand_over_stdio()
         os.execv(executable, argv)
     except BaseException as exc:  # the child must never return into our loop
         print(f"cannot start {executable}: {exc}", file=sys.stderr)
@@ -129,10 +150,10 @@ def _start(executable: str, argv: list[str], no_caps: bool) -> int:
 
 def main(args: list[str]) -> int:
     bridge, rest = int(args[0]), args[1:]
-    no_caps = bool(rest) and rest[0] == "--no-caps"
-    if no_caps:
-        rest = rest[1:]
+    leading = next(i for i, arg in enumerate([*rest, ""]) if arg not in FLAGS)
+    flags, rest = frozenset(rest[:leading]), rest[leading:]
     executable, argv = rest[0], rest[1:]
+    _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     agent = 0  # its pid while it runs; 0 before and after (never signal pid 0: our group)
     ending = False
@@ -160,7 +181,7 @@ def main(args: list[str]) -> int:
     _prctl(PR_SET_PDEATHSIG, BRIDGE_DIED)
     if os.getppid() != bridge:  # the bridge died before the signal was set
         return 143
-    agent = _start(executable, argv, no_caps)
+    agent = _start(executable, argv, flags)
     # The agent alone talks to the bridge: our copies would hide its EOF on stdout.
     for fd in (0, 1):
         os.close(fd)

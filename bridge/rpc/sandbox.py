@@ -21,6 +21,14 @@ agent needs its model's API), capabilities are dropped (a root agent keeps uid 0
 gets no capability back on exec: bwrap also sets no_new_privs), and the sandbox dies
 with its parent, the keeper. No `--new-session`: the agent must stay in the process
 group the bridge signals as a whole.
+
+No tool reaches pi's pipes (docs/security.md, "No tool reaches pi"): the agent is
+preloaded with the library that makes it non-dumpable (`--setenv LD_PRELOAD`, for the
+agent only: bwrap itself must stay dumpable to write its uid map), and bwrap's init,
+which keeps the stdin, stdout and stderr it was started with for as long as the
+sandbox lives, is started with /dev/null on stdin and stdout: the keeper hands the
+agent's pipes over on fds 3 and 4, which init closes and a shell at the top of the
+sandbox moves back to 0 and 1 (`STDIO_SHIM`) before it becomes the agent.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ from pathlib import Path, PurePath
 # writable (a workspace configured *as* the data dir) ends up writable.
 _HIDE, _HIDE_FILE, _WRITE, _READ = 0, 1, 2, 3
 TMP = PurePath("/tmp")  # the sandbox's own private /tmp
+# The agent's stdin and stdout arrive on fds 3 and 4 (reaper.py, `--stdio-fds`).
+STDIO_SHIM = ("/bin/sh", "-c", 'exec "$@" <&3 >&4 3<&- 4<&-', "sh")
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class Sandbox:
     hidden_files: tuple[Path, ...] = ()  # files, covered by /dev/null
     binds: tuple[Bind, ...] = ()  # read-only binds elsewhere (the operator's extensions)
     network: bool = True
+    preload: Path | None = None  # the non-dumpable library (bridge/rpc/nodump.py)
 
 
 Kind = int  # _HIDE, _HIDE_FILE, _WRITE or _READ
@@ -69,7 +80,9 @@ def bwrap_argv(sandbox: Sandbox, cwd: Path, command: list[str]) -> list[str]:
         argv += _mount(kind, source, target)
     for hidden in sandbox.hidden:  # last: the mount points inside had to be made first
         argv += ["--remount-ro", str(hidden)]
-    return [*argv, "--chdir", str(cwd), "--", *command]
+    if sandbox.preload is not None:
+        argv += ["--setenv", "LD_PRELOAD", str(sandbox.preload)]
+    return [*argv, "--chdir", str(cwd), "--", *STDIO_SHIM, *command]
 
 
 def _mounts(sandbox: Sandbox, command: list[str]) -> list[tuple[Kind, Path, Path]]:
@@ -78,6 +91,8 @@ def _mounts(sandbox: Sandbox, command: list[str]) -> list[tuple[Kind, Path, Path
     mounts += [(_WRITE, p, p) for p in sandbox.writable]
     mounts += [(_READ, p, p) for p in (*sandbox.readable, *_under_tmp(command))]
     mounts += [(_READ, b.source, b.target) for b in sandbox.binds]
+    if sandbox.preload is not None:  # under /tmp or a hidden path it must be bound back
+        mounts.append((_READ, sandbox.preload, sandbox.preload))
     unique = dict.fromkeys(mounts)  # a path named twice is mounted once
     return sorted(unique, key=lambda m: (len(m[2].parts), m[0], str(m[2])))
 

@@ -25,9 +25,10 @@ import anyio.abc
 import pytest
 
 from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
+from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
-from bridge.rpc.sandbox import Bind, Sandbox, bwrap_argv
+from bridge.rpc.sandbox import STDIO_SHIM, Bind, Sandbox, bwrap_argv
 from bridge.sandbox import config_of, contain, home_of, probe
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
 from tests.support.fake_llm import Reply, ToolCall
@@ -106,7 +107,8 @@ def test_the_mounts_are_ordered_so_the_deeper_one_wins(
     assert mounts(argv) == expected
     remounted = [argv[i + 1] for i, a in enumerate(argv) if a == "--remount-ro"]
     assert remounted == [str(p) for p in sandbox.hidden]  # the covers, read-only at the end
-    assert argv[-len(command) - 1 :] == ["--", *command]
+    # The agent is started by the shim that moves its pipes back from fds 3 and 4.
+    assert argv[-len(command) - len(STDIO_SHIM) - 1 :] == ["--", *STDIO_SHIM, *command]
 
 
 @pytest.mark.parametrize(
@@ -153,10 +155,26 @@ def spec_for(opts: BridgeOptions, key: str, workspace: Path | None = None) -> Ag
     return contain(spec, opts, key, opts.session_dir(key))
 
 
-def test_with_the_sandbox_off_the_spec_is_unchanged(tmp_path: Path) -> None:
+def test_with_the_sandbox_off_the_agent_is_only_made_non_dumpable(tmp_path: Path) -> None:
     opts = options(tmp_path, mode="off")
     spec = AgentSpec(argv=["/usr/bin/true"], cwd=tmp_path, env=opts.agent.env)
-    assert contain(spec, opts, "tg:1", tmp_path) is spec
+    contained = contain(spec, opts, "tg:1", tmp_path)
+    assert contained == dataclasses.replace(
+        spec, env={**spec.env, "LD_PRELOAD": str(nodump.LIBRARY)}
+    )
+
+
+def test_the_agent_alone_is_preloaded_non_dumpable() -> None:
+    # bwrap itself must stay dumpable (it writes its own uid map), so the library is
+    # set for the sandboxed command only, and bound back wherever it lies.
+    library = Path("/tmp/ci/libnodump.so")
+    argv = bwrap_argv(Sandbox(BWRAP, preload=library), WORK, ["pi"])
+    assert argv[argv.index("--setenv") : argv.index("--setenv") + 3] == [
+        "--setenv",
+        "LD_PRELOAD",
+        str(library),
+    ]
+    assert ("--ro-bind-try", str(library), str(library)) in mounts(argv)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is checked by test_bwrap_...")

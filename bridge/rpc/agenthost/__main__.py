@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -12,6 +13,9 @@ if __package__:  # imported as bridge.rpc.agenthost.__main__ (tests, type checks
 else:  # run as the folder, isolated: its modules are top-level there
     from loop import Host  # type: ignore[import-not-found,no-redef]
     from settings import Args  # type: ignore[import-not-found,no-redef]
+
+
+PR_SET_DUMPABLE = 4
 
 
 def parse(argv: list[str]) -> Args:
@@ -34,7 +38,17 @@ def parse(argv: list[str]) -> Args:
     )
 
 
+def make_undumpable() -> None:
+    """Without the sandbox the agent's tools share our user: non-dumpable, they cannot
+    reopen the agent's pipes we hold through /proc, nor read our memory."""
+    with contextlib.suppress(ImportError, OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def main(argv: list[str]) -> int:
+    make_undumpable()
     args = parse(argv)
     host = Host(args)
     # A SIGTERM (`pi-bridge stop-agents`, a shutdown) ends the agent the orderly way.
