@@ -18,10 +18,11 @@ the lineup; entries keep the order they came in.
 from __future__ import annotations
 
 import enum
-import itertools
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from bridge.identity import fresh_id
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -119,12 +120,12 @@ def requeue(removed: Sequence[Removed], target: Entry, event: Event) -> list[Rem
 class Lineup:
     def __init__(self) -> None:
         self._entries: list[Entry] = []
-        self._serial = itertools.count(1)
 
     def add(
         self, text: str, images: tuple[Image, ...], message_id: str | None, status: Status
     ) -> Entry:
-        entry = Entry(f"q{next(self._serial)}", text, images, message_id, status)
+        # Its message is `queued:<id>`: a fresh id, never one of an earlier process's.
+        entry = Entry(f"q{fresh_id()}", text, images, message_id, status)
         self._entries.append(entry)
         return entry
 

@@ -8,7 +8,8 @@ give back) gets no message of its own: the 👀 on it says it reached the run. `
 lists every waiting one in one message with the same buttons; the newest list is
 kept current, older ones lose their buttons. A withdrawn message that rode in the
 run (riders.py) leaves it, marked failed: it will not run.
-Slots ``queued:<entry>`` and ``queue:<n>``; token owner ``queued:<entry>``.
+Slots ``queued:<entry>`` and ``queue:<fresh id>`` (bridge/identity.py: a list is
+never one an earlier process posted); token owner ``queued:<entry>``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bridge.identity import fresh_id
 from bridge.model import Button, React
 from bridge.render.choices import QueueChoice
 from bridge.render.textbits import one_line
@@ -51,7 +53,6 @@ class QueueView:
         self._shown: dict[str, _Shown] = {}  # by entry id, while it waits
         self._list: Slot | None = None
         self._listed: dict[str, str] = {}  # entry id → its line in the newest list
-        self._lists = 0
 
     def held(self, message_id: str | None) -> list[Op]:
         """The bridge keeps the user's message for the end of the run: it shows it is
@@ -104,8 +105,7 @@ class QueueView:
         old = self._list
         if old is not None and old.shown is not None and old.shown.buttons:
             ops += old.show(old.shown.with_buttons(()))  # one list to press at a time
-        self._lists += 1
-        self._list = Slot(f"queue:{self._lists}")
+        self._list = Slot(f"queue:{fresh_id()}")
         self._listed = {i: self._shown[i].line for i in entry_ids if i in self._shown}
         return ops + self._relist()
 

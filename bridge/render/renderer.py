@@ -9,8 +9,8 @@ busy question and pickers (dialogs.py), notices (notices.py), queued messages (q
 Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
 a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
 ``dialog:<request id>``, ``reply:<request id>`` (an input dialog's ForceReply
-message), ``busy:<pending id>``, ``picker:<n>``, ``notice:<n>``, ``compaction:<n>``
-(``crashed:<message id>`` is the supervisor's, see status.py; ``queue…``: queued.py).
+message), ``busy:<pending id>``, ``picker:<fresh id>``, ``notice:…``, ``compaction:…``
+(notices.py; ``crashed:<message id>``: the supervisor's, status.py; ``queue…``: queued.py).
 Run numbers count from 1 per renderer: the outbox maps slots per conversation
 and per renderer's lifetime. `working_on(message_id)` marks the user's message
 that a prompt came from (`React` "working"); the run that prompt starts marks it
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bridge.identity import fresh_id
 from bridge.model import ConversationSettings, React
 from bridge.render.choices import TokenBook
 from bridge.render.dialogs import Questions
@@ -71,11 +72,10 @@ class Renderer:
         self._board = Board()
         self._tools = Tools(self._ctx, tool_output_lines)
         self.questions = Questions(self._ctx)
-        self._notices = Notices(self._ctx)
+        self._notices = Notices(self._ctx, lambda: self.counts.note(self._run is not None))
         self._run: RunStatus | None = None
         self._cut: RunStatus | None = None  # ended without agent_end: the agent died
         self.counts = Numbering()  # runs and messages so far: they name their slots
-        self._pickers = 0
         self._text: AssistantText | None = None
         self._loose_scope: str | None = None  # compact tool list outside any run
         self._reacting: str | None = None  # the user's message of a prompt not yet running
@@ -128,8 +128,7 @@ class Renderer:
 
     def pick(self, kind: str, title: str, choices: list[tuple[str, str]], per_row: int) -> list[Op]:
         """A picker: buttons of (label, value); a press resolves to a `PickerChoice`."""
-        self._pickers += 1
-        return self.questions.pick(str(self._pickers), kind, title, choices, per_row)
+        return self.questions.pick(fresh_id(), kind, title, choices, per_row)
 
     def close_picker(self, picker_id: str, outcome: str) -> list[Op]:
         return self.questions.close(f"picker:{picker_id}", outcome)
@@ -241,7 +240,7 @@ class Renderer:
             case ev.CompactionEnd():
                 return self._compaction_end(event, now)
             case ev.LegacyCompaction(auto=True):
-                return self._notices.notice("🗜 context compacted")
+                return self._notices.notice("🗜 context compacted", agent=True)
             case ev.AutoRetryStart() if self._run is not None:
                 run = self._run
                 run.retrying(event.attempt, event.maxAttempts, event.delayMs, event.errorMessage)
@@ -358,7 +357,7 @@ class Renderer:
         if self._run is not None:
             return str(self._run.number)
         if self._loose_scope is None:
-            self._loose_scope = f"n{self._ctx.serial()}"
+            self._loose_scope = f"n{self.counts.note(False)}"  # named as a replay does
         return self._loose_scope
 
     def _end_loose_scope(self) -> None:

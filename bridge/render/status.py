@@ -84,16 +84,27 @@ class Board:
 class Numbering:
     """How many runs and assistant messages a renderer has shown: their slots are named
     after them ("status:3", "text:3:7"), so a renderer set back to the same counts
-    names a replayed run's messages as before (bridge/reattach.py)."""
+    names a replayed run's messages as before (bridge/hosting.py)."""
 
     runs: int = 0
     messages: int = 0
     started: float | None = None  # when a run taken back after a restart really began
+    _stretch: tuple[int, bool] | None = None  # (run, inside it) that `_notes` counts in
+    _notes: int = 0
 
     def run_began(self, now: float) -> float:
         """When the run starting `now` began: `now`, unless it is one taken back."""
         started, self.started = self.started, None
         return now if started is None else min(started, now)
+
+    def note(self, in_run: bool) -> str:
+        """The name of a one-off message the agent's records make (a notification, an
+        error, a compaction): counted afresh in each run ("3.1") and in the stretch
+        after it ("3+1"), where a replay starts, so a replay names them as before."""
+        if (self.runs, in_run) != self._stretch:
+            self._stretch, self._notes = (self.runs, in_run), 0
+        self._notes += 1
+        return f"{self.runs}{'.' if in_run else '+'}{self._notes}"
 
 
 @dataclass

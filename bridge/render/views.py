@@ -4,15 +4,13 @@ A `Slot` is one chat message named by a stable string; it remembers the `View`
 last sent for it, so the first change becomes a `Send`, later ones an `Edit`,
 and an unchanged view no op at all. A `Pacer` spaces the edits of one message
 (platforms throttle edits; the outbox coalesces, but fewer ops is cheaper for
-everyone). `Context` is what every part shares: limits, formatter, token book,
-a counter for one-off slots.
+everyone). `Context` is what every part shares: limits, formatter, token book.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bridge.model import Delete, Edit, Keyboard, Markup, Op, PlatformLimits, Send, Task
@@ -117,11 +115,6 @@ class Context:
     limits: PlatformLimits
     formatter: Formatter
     book: TokenBook
-    _serial: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-    def serial(self) -> int:
-        """A fresh number for one-off slots (notices, compaction messages)."""
-        return next(self._serial)
 
     def views(self, markdown: str) -> list[View]:
         """Markdown as formatted messages, each with its source slice as the fallback."""

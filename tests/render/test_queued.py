@@ -96,16 +96,17 @@ def test_the_queue_list_shows_every_waiting_message_and_follows_them() -> None:
     session.do(view.waiting("q1", "first", False, ("steer_now", "cancel")))
     session.do(view.waiting("q2", "second", True, ()))
     session.do(view.listing(["q1", "q2"]))
-    listed = session.chat.messages["queue:1"]
+    [slot] = session.chat.slots("queue:")
+    listed = session.chat.messages[slot]
     assert listed.text == (
         "Waiting:\n"
         "1. ⏭ waiting for the end of the run: “first”\n"
         "2. ➡️ waiting for the next step: “second”"
     )
-    assert labels(session, "queue:1") == [f"{STEER_NOW} 1", f"{CANCEL} 1"]
-    assert tokens(session, "queue:1") == tokens(session, "queued:q1")  # the same choices
+    assert labels(session, slot) == [f"{STEER_NOW} 1", f"{CANCEL} 1"]
+    assert tokens(session, slot) == tokens(session, "queued:q1")  # the same choices
     session.do(view.close("q1", "first", "✔ taken by the agent"))
-    listed = session.chat.messages["queue:1"]
+    listed = session.chat.messages[slot]
     assert listed.text.splitlines()[1] == "1. ✔ taken by the agent: “first”"
     assert listed.buttons == ()
 
@@ -116,8 +117,9 @@ def test_a_new_queue_list_takes_the_buttons_off_the_old_one() -> None:
     session.do(view.waiting("q1", "first", False, ("steer_now", "cancel")))
     session.do(view.listing(["q1"]))
     session.do(view.listing(["q1"]))
-    assert session.chat.messages["queue:1"].buttons == ()
-    assert labels(session, "queue:2") == [f"{STEER_NOW} 1", f"{CANCEL} 1"]
+    old, new = session.chat.slots("queue:")
+    assert session.chat.messages[old].buttons == ()
+    assert labels(session, new) == [f"{STEER_NOW} 1", f"{CANCEL} 1"]
 
 
 def test_a_message_is_quoted_on_one_clipped_line_or_named_as_a_picture() -> None:

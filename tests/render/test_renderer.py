@@ -924,7 +924,7 @@ def test_a_tool_cut_off_by_the_end_of_its_run_says_so() -> None:
 def test_notifications_are_messages_marked_by_level(level: str, icon: str) -> None:
     session = Session()
     session.feed(ui("notify", message="hello", notifyType=level))
-    assert session.chat.text("notice:1") == f"{icon} hello"
+    assert session.chat.text("notice:0+1") == f"{icon} hello"  # the first before any run
 
 
 FIRE_AND_FORGET = [
@@ -1025,9 +1025,9 @@ def test_compaction_outside_a_run_is_a_message_unless_a_command_asked_for_it() -
     assert session.chat.messages == {}
     session.feed(event(type="compaction_start", reason="threshold"))
     session.feed(event(type="compaction_end", reason="threshold"))
-    assert session.chat.text("compaction:1") == "🗜 context compacted"
+    assert session.chat.text("compaction:0+1") == "🗜 context compacted"
     session.feed(event(type="compaction_end", reason="overflow", errorMessage="Nothing to compact"))
-    assert session.chat.text("compaction:2") == "⚠️ compaction failed: Nothing to compact"
+    assert session.chat.text("compaction:0+2") == "⚠️ compaction failed: Nothing to compact"
 
 
 RUN_ENDS = [
@@ -1062,13 +1062,13 @@ def test_a_run_with_no_agent_loop_removes_its_status_message() -> None:
     session = Session()
     session.feed(RunStarted(), ui("notify", message="named"), RunEnded())
     assert session.chat.slots("status:") == []
-    assert session.chat.slots("notice:") == ["notice:1"]
+    assert session.chat.slots("notice:") == ["notice:1.1"]  # the first in run 1
 
 
 def test_a_failed_model_call_outside_a_run_is_a_notice() -> None:
     session = Session()
     session.feed(*answer("", stop="error", error="401 no key"))
-    assert session.chat.text("notice:1") == "⚠️ 401 no key"
+    assert session.chat.text("notice:0+1") == "⚠️ 401 no key"
 
 
 def test_a_repeated_run_started_signal_keeps_the_live_run() -> None:
@@ -1082,7 +1082,7 @@ def test_a_repeated_run_started_signal_keeps_the_live_run() -> None:
 def test_a_notice_is_plain_unless_asked_for_markdown_and_long_ones_are_split() -> None:
     session = Session(PlatformLimits(max_text=40))
     session.do(session.renderer.notice("*not bold*"))
-    assert session.chat.messages["notice:1"].plain == ""
+    assert session.chat.messages[session.chat.slots("notice:")[0]].plain == ""
     session.do(
         session.renderer.notice("para one is here\n\npara two is here too\n\nthree", markdown=True)
     )
