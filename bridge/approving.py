@@ -47,8 +47,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from bridge.dialogs import Dialogs
+    from bridge.hidden import Sight
     from bridge.lifetime import AgentLife
     from bridge.model import ChatRef, Op, Sender
+    from bridge.projects import Projects
     from bridge.render import Renderer
     from bridge.rpc import AgentClient
     from bridge.rpc.ui import SelectRequest
@@ -79,6 +81,7 @@ class Host(Protocol):
     chat: ChatRef
     life: AgentLife
     dialogs: Dialogs
+    projects: Projects  # what the agent sees: the preview reads no more
 
     @property
     def renderer(self) -> Renderer: ...
@@ -222,7 +225,8 @@ class Approvals:
             head = f"✋ *Approve this command?* ({reason})"
             return "\n".join([head, code_block(ask.command), where, expires]), ""
         if ask.tool in ("edit", "write"):
-            diff = diff_preview(ask, lambda path: previewed(workspace, path))
+            sight = self._host.projects.sight(workspace)
+            diff = diff_preview(ask, lambda path: previewed(workspace, path, sight))
             shown, was_cut = cut(diff, PREVIEW_CHARS)
             lines = [f"✋ *Approve this {ask.tool}?* ({reason})", f"`{ask.path}`"]
             lines.append(code_block(shown or "(no change)", "diff"))
@@ -262,13 +266,14 @@ def subject(ask: ApprovalAsk) -> str:
     return f"{ask.tool}: {clip(json.dumps(dict(ask.input), ensure_ascii=False), 300)}"
 
 
-def previewed(workspace: Path, path: str) -> str | None:
+def previewed(workspace: Path, path: str, sight: Sight) -> str | None:
     """The text of the file an edit would change, if it is a small regular file inside
-    `workspace` (the bridge reads it with its own rights, outside the sandbox: never a
-    file the agent could not show the chat itself, never a FIFO that would hang the
-    read); None otherwise. The checks are /get's and /export's (`read_inside`)."""
+    `workspace` that the agent's `sight` shows (the bridge reads it with its own rights,
+    outside the sandbox: never a file the agent could not show the chat itself, never
+    a FIFO that would hang the read); None otherwise. The checks are /get's and
+    /export's (`read_inside`)."""
     try:
-        _, data = read_inside(Path(path), (workspace.resolve(),), MAX_READ)
+        _, data = read_inside(Path(path), (workspace.resolve(),), MAX_READ, sight=sight)
         return data.decode("utf-8")
     except (ExportRefused, UnicodeDecodeError):
         return None

@@ -73,7 +73,8 @@ class Host(Holder, Protocol):
 class AgentLife:
     def __init__(self, host: Host, services: Services) -> None:
         self._host = host
-        self._sent = SentFiles()  # the agent's send_file calls
+        # The agent's send_file calls; a lambda, as the host makes `projects` after this.
+        self._sent = SentFiles(lambda cwd: host.projects.sight(cwd))
         self.s = services
         self.agent: AgentClient | None = None
         self.spawning = False

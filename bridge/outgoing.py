@@ -3,13 +3,16 @@
 The tool's start carries the path (by `toolCallId`); when the call ends without error
 the bridge reads the file itself, with its own rules (`controls.files.workspace_file`,
 as for /get: a regular file inside the agent's working directory once links and `..`
-are resolved, within `MAX_POSTED_BYTES`), and posts it. The extension's own check is a
-courtesy to the agent; this one is the rule. A call that ends in error sends nothing.
+are resolved, within `MAX_POSTED_BYTES`, and none its sandbox hides, in every sandbox
+mode: `bridge.hidden.Sight`), and posts it. The extension's own check is a courtesy
+to the agent; this one is the rule. A call that ends in error sends nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import anyio
 
 from bridge.controls.export import ExportRefused
 from bridge.controls.files import workspace_file
@@ -17,19 +20,26 @@ from bridge.model import Upload
 from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
+    from bridge.hidden import Sight
     from bridge.model import Op
     from bridge.rpc.client import AgentEvent
 
 OUTSIDE = "⚠️ The agent asked to send a file outside its workspace; not sent."
+HIDDEN = (
+    "⚠️ The agent asked to send a file hidden from it (the bridge's data, other "
+    "conversations' files); not sent."
+)
 KEPT = 64  # calls remembered between start and end (a run has a few at once)
 
 
 class SentFiles:
     """The agent's `send_file` calls between their start and end."""
 
-    def __init__(self) -> None:
+    def __init__(self, sight: Callable[[Path], Sight]) -> None:
+        self._sight = sight  # what the agent working in a folder sees (Projects.sight)
         self._asked: dict[str, tuple[str, str]] = {}  # toolCallId → (path, caption)
 
     async def seen(self, event: AgentEvent, cwd: Path) -> list[Op] | str:
@@ -45,14 +55,14 @@ class SentFiles:
             case ToolExecutionEnd(toolName="send_file"):
                 asked = self._asked.pop(event.toolCallId, None)
                 if asked is not None and not event.isError:
-                    return await _upload(cwd, *asked, event.toolCallId)
+                    return await self._upload(cwd, *asked, event.toolCallId)
         return []
 
-
-async def _upload(cwd: Path, name: str, caption: str, call: str) -> list[Op] | str:
-    try:
-        path, content = await workspace_file(cwd, name, OUTSIDE)
-    except ExportRefused as refused:
-        return str(refused)
-    # Named after the call: a replay after a restart knows the file went out (hosting.py).
-    return [Upload(f"sent:{call}", path.name, content, caption=caption or path.as_posix())]
+    async def _upload(self, cwd: Path, name: str, caption: str, call: str) -> list[Op] | str:
+        sight = await anyio.to_thread.run_sync(self._sight, cwd)
+        try:
+            path, content = await workspace_file(cwd, name, sight, outside=OUTSIDE, hidden=HIDDEN)
+        except ExportRefused as refused:
+            return str(refused)
+        # Named after the call: a replay after a restart knows the file went out (hosting.py).
+        return [Upload(f"sent:{call}", path.name, content, caption=caption or path.as_posix())]

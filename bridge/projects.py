@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from bridge.gitrun import WorktreeError
+from bridge.hidden import Sight, hidden_paths
 from bridge.options import safe_name
 from bridge.rpc.errors import AgentStartError
+from bridge.sandbox import config_of, home_of
 from bridge.store.records import Checkout
 from bridge.worktrees import (
     Diff,
@@ -110,6 +112,17 @@ class Projects:
         """What the agent's sandbox must let git write besides the worktree (after
         `workspace`)."""
         return self._tree.git_dirs() if self._tree is not None and self.name() else ()
+
+    def sight(self, workspace: Path) -> Sight:
+        """What the agent working in `workspace` sees of the files, as its sandbox
+        (`bridge.sandbox.contain`) shows them, whatever the sandbox mode: the bridge's
+        own reads on its behalf show no more. File work (paths are resolved)."""
+        options, key = self._options, self._host.key
+        policy = options.agent.sandbox
+        folders = [workspace, Path(self._record.session_dir)]
+        folders += [home_of(options, key), config_of(options, key), *self.git_dirs()]
+        seen = dict.fromkeys(p.resolve() for p in (*folders, *policy.read_write, *policy.read_only))
+        return Sight(hidden_paths(options, key, workspace), tuple(seen))
 
     async def _located(self) -> Worktree | None:
         """The recorded worktree with its git dirs found from the repository's side,

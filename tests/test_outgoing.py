@@ -1,6 +1,6 @@
 """The bridge's own rule for files the agent sends (`bridge/outgoing.py`): whatever the
-extension let through, only a regular file inside the workspace is posted, after a
-call that ended without error, once."""
+extension let through, only a regular file inside the workspace and not hidden from the
+agent is posted, after a call that ended without error, once."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from bridge.hidden import Sight
 from bridge.model import Upload
-from bridge.outgoing import OUTSIDE, SentFiles
+from bridge.outgoing import HIDDEN, OUTSIDE, SentFiles
 from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart
 
 if TYPE_CHECKING:
@@ -41,11 +42,18 @@ def workspace(tmp_path: Path) -> Path:
     (tmp_path / "secret.txt").write_bytes(b"SECRET")
     (root / "leak").symlink_to(tmp_path / "secret.txt")
     (root / "dir").mkdir()
+    (root / "data").mkdir()  # as if the data dir lay in the workspace
+    (root / "data" / "store").write_bytes(b"STORE")
     return root
 
 
+def sight(cwd: Path) -> Sight:
+    """What the agent working in `cwd` sees: all of it but its `data/`."""
+    return Sight(hidden=((cwd / "data").resolve(),), own=(cwd.resolve(),))
+
+
 async def test_a_finished_call_posts_the_file_once_with_its_caption(workspace: Path) -> None:
-    sent = SentFiles()
+    sent = SentFiles(sight)
     assert await sent.seen(start("out/report.txt", caption="Here."), workspace) == []
     assert await sent.seen(end(), workspace) == [
         Upload("sent:c1", "report.txt", b"REPORT", caption="Here.")  # named after the call
@@ -61,15 +69,25 @@ async def test_a_finished_call_posts_the_file_once_with_its_caption(workspace: P
 async def test_nothing_outside_the_workspace_or_not_a_file_is_posted(
     workspace: Path, path: str
 ) -> None:
-    sent = SentFiles()
+    sent = SentFiles(sight)
     await sent.seen(start(path), workspace)
     told = await sent.seen(end(), workspace)
     assert told == OUTSIDE
 
 
 async def test_a_call_that_failed_or_another_tool_posts_nothing(workspace: Path) -> None:
-    sent = SentFiles()
+    sent = SentFiles(sight)
     await sent.seen(start("out/report.txt"), workspace)
     assert await sent.seen(end(error=True), workspace) == []
     other = ToolExecutionEnd(type="tool_execution_end", toolCallId="c2", toolName="read")
     assert await sent.seen(other, workspace) == []
+
+
+async def test_a_file_hidden_from_the_agent_is_not_posted_even_through_a_link(
+    workspace: Path,
+) -> None:
+    (workspace / "store-link").symlink_to(workspace / "data" / "store")
+    for path in ("data/store", "store-link"):
+        sent = SentFiles(sight)
+        await sent.seen(start(path), workspace)
+        assert await sent.seen(end(), workspace) == HIDDEN

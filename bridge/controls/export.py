@@ -3,7 +3,9 @@
 The agent writes the export where the bridge asks (its session dir), but its
 answer names the file, and the bridge reads it with its own rights: only a
 regular file inside the conversation's session dir or workspace, within
-`MAX_EXPORT_BYTES`, is ever posted (`read_inside`, which /get uses too).
+`MAX_EXPORT_BYTES`, and none its agent's sandbox hides (`bridge.hidden.Sight`: the
+store, other conversations' files, in every sandbox mode) is ever posted
+(`read_inside`, which /get, `send_file` and the diff previews use too).
 """
 
 from __future__ import annotations
@@ -23,18 +25,24 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from bridge.controls.target import Target
+    from bridge.hidden import Sight
     from bridge.model import Op
 
 # Read into memory and posted whole; under Telegram's 50 MB for bots, and a session's
 # HTML export is a few MB even for long sessions.
 MAX_EXPORT_BYTES = 20 * 2**20
 NOT_IN_SESSION = "The agent's export is not a file in this conversation's session; not sent."
+HIDDEN = (
+    "The agent's export names a file hidden from it (the bridge's data, other "
+    "conversations' files); not sent."
+)
 
 
 async def export(target: Target, arg: str) -> list[Op]:
     """The agent writes the export where the bridge asks (its session dir; pi's own
     default is a relative name in its cwd), but its answer names the file: only a
-    regular file inside this conversation's session dir or workspace is posted."""
+    regular file inside this conversation's session dir or workspace, and not hidden
+    from the agent, is posted."""
     agent = await target.ensure_agent()
     record = target.record
     assert record is not None
@@ -45,8 +53,9 @@ async def export(target: Target, arg: str) -> list[Op]:
     response = await agent.request(ExportHtml(outputPath=str(asked)))
     answer = str(data(response.data).get("path") or "")
     try:
+        sight = await anyio.to_thread.run_sync(target.projects.sight, cwd)
         path, content = await anyio.to_thread.run_sync(
-            read_inside, cwd / answer, (session_dir, cwd), MAX_EXPORT_BYTES
+            lambda: read_inside(cwd / answer, (session_dir, cwd), MAX_EXPORT_BYTES, sight=sight)
         )
     except ExportRefused as refused:
         return target.renderer.notice(f"⚠️ {refused}")
@@ -68,26 +77,29 @@ def read_inside(
     roots: Sequence[Path],
     cap: int,
     *,
+    sight: Sight,
     outside: str = NOT_IN_SESSION,
+    hidden: str = HIDDEN,
     what: str = "The agent's export",
 ) -> tuple[Path, bytes]:
     """The contents of `path` (relative names taken from the agent's cwd) if it is a
     regular file of at most `cap` bytes inside one of `roots` once links and `..` are
-    resolved; the bridge's own files (`/proc/self/environ`, its config) never are.
-    `ExportRefused` says `outside`, or that `what` is too large."""
+    resolved, and one the agent's `sight` shows; the bridge's own files
+    (`/proc/self/environ`, its config, its store) never are. `ExportRefused` says
+    `outside`, `hidden`, or that `what` is too large."""
     try:
         real = path.resolve(strict=True)
-        if not _inside(real, roots):
-            raise ExportRefused(outside)
+        refuse(real, roots, sight, outside, hidden)
         # No link at the end, and no wait on a FIFO: the agent may swap the file meanwhile.
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: a link loop
         raise ExportRefused(outside) from exc
     data = b""
     try:
         status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode) or not _inside(_opened(fd, real), roots):
+        if not stat.S_ISREG(status.st_mode):
             raise ExportRefused(outside)
+        refuse(_opened(fd, real), roots, sight, outside, hidden)
         if status.st_size <= cap:
             with os.fdopen(fd, "rb", closefd=False) as file:
                 data = file.read(cap + 1)  # one still growing is cut off here, not read on
@@ -98,8 +110,13 @@ def read_inside(
     return real, data
 
 
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path.is_relative_to(root) for root in roots)
+def refuse(real: Path, roots: Sequence[Path], sight: Sight, outside: str, hidden: str) -> None:
+    """`ExportRefused` for the resolved `real` outside every one of `roots` (saying
+    `outside`), or hidden from the agent (saying `hidden`)."""
+    if not any(real.is_relative_to(root) for root in roots):
+        raise ExportRefused(outside)
+    if not sight.shows(real):
+        raise ExportRefused(hidden)
 
 
 def _opened(fd: int, fallback: Path) -> Path:
