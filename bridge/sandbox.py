@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from bridge.hidden import hidden_paths
 from bridge.options import SandboxMode, safe_name
+from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.sandbox import Bind, Sandbox
 
@@ -83,8 +84,10 @@ def probe() -> str | None:
         return "bwrap not found (install the bubblewrap package)"
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--", "true"]
+    # Only what bwrap needs to find `true`: none of the bridge's secrets.
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not run: {exc}"
     if done.returncode != 0:
@@ -110,11 +113,20 @@ def contain(
     session_dir: Path,
     git_dirs: tuple[Path, ...] = (),
 ) -> AgentSpec:
-    """`spec` as it runs in this conversation's sandbox (unchanged with mode "off");
-    `git_dirs` are what git in a project's worktree writes (`Worktree.git_dirs`)."""
+    """`spec` as it runs in this conversation's sandbox (with mode "off" only made
+    non-dumpable); `git_dirs` are what git in a project's worktree writes
+    (`Worktree.git_dirs`)."""
     policy = options.agent.sandbox
+    preload = nodump.library()
     if policy.mode == "off":
-        return spec
+        if preload is None:
+            log.warning("agents run dumpable: %s", nodump.missing_reason())
+            return spec
+        return replace(spec, env=dict(spec.env, LD_PRELOAD=str(preload)))
+    if preload is None:
+        raise AgentStartError(
+            f"the sandbox needs its non-dumpable agent: {nodump.missing_reason()}"
+        )
     bwrap = find_bwrap()
     if bwrap is None:
         raise AgentStartError("the sandbox needs bwrap (bubblewrap), which is not installed")
@@ -135,6 +147,7 @@ def contain(
         hidden_files=tuple(p for p in hidden if p.exists() and not p.is_dir()),
         binds=binds,
         network=policy.network,
+        preload=preload,
     )
     return replace(spec, cwd=spec.cwd.resolve(), env=env, sandbox=sandbox)
 
