@@ -2,9 +2,10 @@
 own lock errors, turns failures into messages for people, and guards calls made in
 directories an agent writes.
 
-Always `git -C <dir>` with an argv list, never a shell; variables that would point
-git at another repository are dropped from the environment, and messages are asked
-for in English (the lock detection and the translations read them).
+Always `git -C <dir>` with an argv list, never a shell. git's environment is built
+from an allowlist (`environment`), so neither the bridge's secrets nor a variable
+pointing git at another repository reach it or the programs it starts; messages are
+asked for in English (the lock detection and the translations read them).
 """
 
 from __future__ import annotations
@@ -35,14 +36,22 @@ GUARDED = (
     "-c", "core.untrackedCache=false",
 )  # fmt: skip
 _LOCK_ERRORS = ("could not lock", "cannot lock", "file exists", "index.lock", ".lock'")
-# Variables that would point git at another repository than the one given with -C.
-_LOCATING_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_NAMESPACE",
+# What git inherits from the bridge: finding programs and the user's config (PATH,
+# HOME, USER), temp files, time zone, and which config files the operator has git read.
+# Nothing else: the bridge's tokens must not reach git, nor whatever git runs.
+_INHERITED = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "TZ",
+        "TMPDIR",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_NOSYSTEM",
+    }
 )
 
 
@@ -67,7 +76,12 @@ def is_lock_error(stderr: str) -> bool:
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in _LOCATING_VARIABLES}
+    """git's environment: the allowlisted part of the bridge's, then `extra`."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name in _INHERITED or name.startswith("LC_")
+    }
     # English messages: _is_lock_error and the translations below read them.
     env["LC_ALL"] = "C"
     env["GIT_TERMINAL_PROMPT"] = "0"
