@@ -13,12 +13,20 @@ stays listed by /sessions).
 
 A run's changed files are counted between two snapshots of the worktree (one taken
 before the prompt, one at the run's end), so the count is that run's own, whichever
-tool made the change.
+tool made the change. Their objects are kept under the data dir, which no agent sees
+(`bridge.snapshots`), only as long as the count needs them.
+
+/project done removes what the bridge made, found from its own records (`locate`),
+whatever the agent did to its worktree's git; the conversation is out of the project
+as soon as the worktree is gone, even when deleting its branch then fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import secrets
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,16 +37,15 @@ from bridge.hidden import Sight, hidden_paths
 from bridge.options import safe_name
 from bridge.rpc.errors import AgentStartError
 from bridge.sandbox import config_of, home_of
+from bridge.snapshots import Diff, Snapshot, changed_between, diff, drop, snapshot
 from bridge.store.records import Checkout
 from bridge.worktrees import (
-    Diff,
     Worktree,
-    changed_between,
     changes,
-    diff,
+    delete_branch,
     ensure_worktree,
+    locate,
     remove_worktree,
-    snapshot,
 )
 
 if TYPE_CHECKING:
@@ -67,7 +74,8 @@ class Projects:
     def __init__(self, host: Host, options: BridgeOptions) -> None:
         self._host = host
         self._options = options
-        self._before: str | None = None  # the snapshot the next run is measured from
+        self._before: Snapshot | None = None  # what the next run is measured from
+        self._swept = False  # snapshots a stopped bridge left behind are removed
         self._tree: Worktree | None = None  # the worktree with its git dirs, once found
 
     @property
@@ -135,15 +143,23 @@ class Projects:
             self._tree = await self._ensure(checkout.project)
         return self._tree
 
+    def _root(self, name: str) -> Path:
+        return self._options.data_dir / "worktrees" / safe_name(name)
+
+    @property
+    def _scratch(self) -> Path:
+        """Where the conversation's snapshots keep their objects: in the data dir, which
+        no agent's sandbox shows."""
+        return self._options.data_dir / "snapshots" / safe_name(self._host.key)
+
     async def _ensure(self, name: str) -> Worktree:
         project = self._project(name)
         if project is None:
             raise AgentStartError(f"project {name} is not configured here; /project picks one")
         checkout = self._record.checkout
         base = checkout.base if checkout is not None else project.base
-        root = self._options.data_dir / "worktrees" / safe_name(name)
         try:
-            return await ensure_worktree(project.path, root, self._host.key, base)
+            return await ensure_worktree(project.path, self._root(name), self._host.key, base)
         except WorktreeError as exc:
             raise AgentStartError(
                 f"the worktree of project {name} could not be made: {exc}"
@@ -156,30 +172,47 @@ class Projects:
 
     async def before_run(self) -> None:
         """A prompt is about to start a run: what it changes is counted from now."""
-        self._before = await self._snapshot()
+        earlier, self._before = self._before, await self._snapshot()
+        await drop(earlier)
 
     async def run_ended(self) -> int:
         """How many files the run that just ended changed in the worktree (0 when
         unknown: outside a project, or git failed, which the log says)."""
         before = self._before
         after = self._before = await self._snapshot()
-        if before is None or after is None or self._tree is None:
-            return 0
         try:
+            if before is None or after is None or self._tree is None:
+                return 0
             return await changed_between(self._tree, before, after)
         except WorktreeError as exc:
             log.warning("conversation %s: %s", self._host.key, exc)
             return 0
+        finally:
+            await drop(before)
 
-    async def _snapshot(self) -> str | None:
+    async def _snapshot(self) -> Snapshot | None:
         if self._record.checkout is None:
             return None
+        scratch = await self._fresh_scratch()
         try:
             tree = await self._located()
-            return await snapshot(tree) if tree is not None else None
+            return await snapshot(tree, scratch) if tree is not None else None
         except (WorktreeError, AgentStartError) as exc:
             log.warning("conversation %s: %s", self._host.key, exc)
             return None
+
+    async def _fresh_scratch(self) -> Path:
+        """The scratch dir, emptied on first use of what a stopped bridge left there:
+        snapshots are held in memory only. Moved aside before anything is awaited, so
+        that no snapshot of this process can be in what is removed."""
+        scratch = self._scratch
+        if not self._swept:
+            self._swept = True
+            stale = scratch.with_name(f".stale-{secrets.token_hex(8)}")  # no key's name
+            with contextlib.suppress(FileNotFoundError):
+                scratch.rename(stale)
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(stale, ignore_errors=True))
+        return scratch
 
     # --- commands -----------------------------------------------------------------------
 
@@ -207,8 +240,9 @@ class Projects:
 
     async def diff(self) -> Diff | None:
         """The conversation's change against its base (None: no worktree)."""
+        scratch = await self._fresh_scratch()
         tree = await self._located()
-        return await diff(tree) if tree is not None else None
+        return await diff(tree, scratch) if tree is not None else None
 
     async def pending(self) -> tuple[str, ...] | None:
         """The worktree's uncommitted paths (None: no worktree)."""
@@ -223,17 +257,29 @@ class Projects:
         project = self._project(checkout.project)
         if project is None:
             return f"⚠️ Project {checkout.project} is no longer configured; its worktree stays."
-        tree = Worktree(Path(checkout.path), checkout.branch, checkout.base)
-        if await anyio.Path(tree.path).is_dir():
-            tree = await self._located() or tree  # its changes are read guarded
+        root = self._root(checkout.project)
+        tree = await locate(project.path, root, self._host.key, checkout.base)
+        if (str(tree.path), tree.branch) != (checkout.path, checkout.branch):
+            raise WorktreeError(
+                f"the recorded worktree {checkout.path} (branch {checkout.branch}) is not "
+                "where this bridge keeps it; it is left as it is"
+            )
         await self._host.reap()  # nothing may run in a directory being removed
-        await remove_worktree(project.path, tree, force=discard, delete_branch=discard)
-        self._before = self._tree = None
+        await remove_worktree(project.path, tree, force=discard)
+        self._tree = None
+        await drop(self._before)
+        self._before = None
+        scratch = self._scratch
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
         await self._host.save(checkout=None, project="", session_file=None)
         back = f"/project {checkout.project} picks it up again."
-        if discard:
-            return f"🗑 Discarded the worktree and branch {checkout.branch}. {back}"
-        return (
-            f"🧹 Removed the worktree; branch {checkout.branch} is kept. This conversation "
-            f"is back in its own workspace; {back}"
-        )
+        if not discard:
+            return (
+                f"🧹 Removed the worktree; branch {checkout.branch} is kept. This "
+                f"conversation is back in its own workspace; {back}"
+            )
+        try:
+            await delete_branch(project.path, tree.branch)
+        except WorktreeError as exc:
+            return f"🗑 Discarded the worktree; its branch {tree.branch} is kept ({exc}). {back}"
+        return f"🗑 Discarded the worktree and branch {checkout.branch}. {back}"

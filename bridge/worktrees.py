@@ -2,8 +2,13 @@
 
 Each conversation key gets its own branch (`branch_name`) checked out in its own
 directory under a root, so agents working on the same repository never see each
-other's files. Everything here runs git itself (argv lists, never a shell, always
-`git -C <dir>`); nothing parses git's object store.
+other's files. git is run with argv lists, never a shell, always `git -C <dir>`.
+
+Where things are comes from the bridge's own records, never from a file an agent can
+write: the directory is `<root>/<slug>`, its admin dir `<common>/worktrees/<slug>`,
+and git run by the bridge in the worktree is pointed at them (`in_tree`). The bridge
+makes and removes both itself (`bridge.worktreedirs`): no `git worktree` command, and
+nothing else that reads every admin dir (`git branch -D`), is ever run.
 
 Invariants: two keys never share a branch or a directory; `ensure_worktree` is
 idempotent; calls on one repository are serialized inside the process, and git's own
@@ -13,12 +18,9 @@ retried a few times before they become a `WorktreeError`.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import shutil
-import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ from pathlib import Path
 import anyio
 
 from bridge.gitrun import GUARDED, WorktreeError, git, git_ok
+from bridge.worktreedirs import lay_out, pin_common, points_back, remove_both, unlock, usable
 
 # Branch and directory names stay short enough to read in `git branch` and a path.
 MAX_SLUG = 60
@@ -38,24 +41,22 @@ _PREFIX = re.compile(r"(?:[a-z0-9][a-z0-9_-]*/)*")
 
 @dataclass(frozen=True)
 class Worktree:
-    """A conversation's checkout: its directory, its branch, and the branch it forked from."""
+    """A conversation's checkout: its directory, its branch, the branch it forked from,
+    and its git dirs (its admin dir and the repository's common dir), all named by the
+    bridge (`locate`): git run by the bridge in the worktree is pointed at them rather
+    than at the `.git` file there, which the agent can rewrite."""
 
     path: Path
     branch: str
     base: str
-    # Its git dirs, found from the repository's side (`_admin_of`): git run by the
-    # bridge in the worktree is pointed at them rather than at the `.git` file there,
-    # which the agent can rewrite. None: git finds them itself (tests, old callers).
-    admin: Path | None = None
-    common: Path | None = None
+    admin: Path
+    common: Path
 
     def git_dirs(self) -> tuple[Path, ...]:
         """What git run by the agent in the worktree must write: its own admin dir
         (HEAD, index) and the repository's shared objects, refs and logs. Not the
         common dir itself: its config and hooks run code in every worktree and in the
         operator's own checkout."""
-        if self.admin is None or self.common is None:
-            return ()
         shared = [self.common / name for name in ("objects", "refs", "logs")]
         return (self.admin, *(path for path in shared if path.is_dir()))
 
@@ -69,18 +70,6 @@ class Changes:
     @property
     def dirty(self) -> bool:
         return bool(self.paths)
-
-
-@dataclass(frozen=True)
-class Diff:
-    """What a conversation changed against its base, committed or not.
-
-    Named fields rather than the pair (stat, patch): the file count travels with them.
-    """
-
-    stat: str
-    patch: str
-    files: int
 
 
 def slug(key: str) -> str:
@@ -106,19 +95,6 @@ def branch_name(key: str, prefix: str = "pi/") -> str:
     return prefix + slug(key)
 
 
-def parse_worktree_list(porcelain: str) -> dict[Path, str | None]:
-    """`git worktree list --porcelain` as {path: branch ref or None when detached/bare}."""
-    found: dict[Path, str | None] = {}
-    for block in porcelain.strip().split("\n\n"):
-        lines = block.splitlines()
-        if not lines or not lines[0].startswith("worktree "):
-            continue
-        path = Path(lines[0].removeprefix("worktree "))
-        refs = [line.removeprefix("branch ") for line in lines if line.startswith("branch ")]
-        found[path] = refs[0] if refs else None
-    return found
-
-
 def parse_status(porcelain_z: str) -> tuple[str, ...]:
     """The paths of `git status --porcelain -z`; a rename's source entry is skipped."""
     entries = porcelain_z.split("\0")
@@ -135,36 +111,16 @@ def parse_status(porcelain_z: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
-async def _in_tree(worktree: Worktree, *args: str, env: dict[str, str] | None = None) -> str:
+async def in_tree(worktree: Worktree, *args: str, env: dict[str, str] | None = None) -> str:
     """Run git inside the worktree, guarded against what the agent may have put there."""
+    await anyio.to_thread.run_sync(pin_common, worktree.admin, worktree.common)
     located = dict(env or {})
-    if worktree.admin is not None and worktree.common is not None:
-        await anyio.to_thread.run_sync(_pin_common, worktree.admin, worktree.common)
-        located |= {
-            "GIT_DIR": str(worktree.admin),
-            "GIT_COMMON_DIR": str(worktree.common),
-            "GIT_WORK_TREE": str(worktree.path),
-        }
+    located |= {
+        "GIT_DIR": str(worktree.admin),
+        "GIT_COMMON_DIR": str(worktree.common),
+        "GIT_WORK_TREE": str(worktree.path),
+    }
     return await git_ok(worktree.path, *GUARDED, *args, env=located)
-
-
-def _pin_common(admin: Path, common: Path) -> None:
-    """Put back a rewritten `<admin>/commondir`: git's ref store reads that file
-    whatever GIT_COMMON_DIR says, and the agent can write its admin dir. Replaced,
-    never written through (it may have become a link)."""
-    marker = admin / "commondir"
-    with contextlib.suppress(OSError, ValueError):
-        if (
-            not marker.is_symlink()
-            and (admin / marker.read_text("utf-8").strip()).resolve() == common
-        ):
-            return
-    with contextlib.suppress(FileNotFoundError):
-        marker.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(marker, flags, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(os.path.relpath(common, admin) + "\n")  # what git writes: "../.."
 
 
 # One lock per repository (its common git dir, shared by all its worktrees). Weak
@@ -184,23 +140,14 @@ async def _repository_lock(common: Path) -> anyio.Lock:
     return lock
 
 
-def _admin_of(common: Path, path: Path) -> Path:
-    """The admin dir (`<common>/worktrees/<name>`) of the worktree at `path`.
-
-    Looked up from the repository's side: each admin dir's `gitdir` names its
-    worktree. The one named after the worktree comes first: another conversation's
-    agent can rewrite its own `gitdir`, never this one's.
-    """
-    claim = str(path / ".git")
-    admins = common / "worktrees"
-    candidates = [admins / path.name, *sorted(admins.iterdir() if admins.is_dir() else ())]
-    for admin in candidates:
-        try:
-            if (admin / "gitdir").read_text("utf-8").strip() == claim:
-                return admin
-        except OSError:
-            continue
-    raise WorktreeError(f"git has no record of the worktree {path}")
+async def locate(repo: Path, root: Path, key: str, base: str) -> Worktree:
+    """The conversation's worktree where the bridge keeps it, whether it exists or not:
+    named from the repository, the root and the key alone."""
+    common = await _common_dir(repo)
+    # Resolved, as git records it: paths are compared with what it wrote.
+    name = slug(key)
+    path = Path(await anyio.Path(root).resolve()) / name
+    return Worktree(path, branch_name(key), base, common / "worktrees" / name, common)
 
 
 async def is_repository(path: Path) -> bool:
@@ -234,15 +181,12 @@ async def _default_base(repo: Path, branch: str) -> str:
     return head.out.strip()
 
 
-async def _registered(repo: Path) -> dict[Path, str | None]:
-    return parse_worktree_list(await git_ok(repo, "worktree", "list", "--porcelain"))
-
-
 async def ensure_worktree(repo: Path, root: Path, key: str, base: str | None = None) -> Worktree:
     """The conversation's worktree under `root`, created on first use.
 
     A new branch forks from `base` (default: the repository's HEAD branch); a branch
-    left by an earlier `remove_worktree` is checked out again as it was.
+    left by an earlier `remove_worktree` is checked out again as it was. Whatever the
+    agent did in an existing worktree (another branch, another `.git`), it is its own.
     """
     branch = branch_name(key)
     common = await _common_dir(repo)
@@ -252,25 +196,28 @@ async def ensure_worktree(repo: Path, root: Path, key: str, base: str | None = N
         if (await git(repo, "config", "--bool", "extensions.worktreeConfig")).out.strip() == "true":
             raise WorktreeError(f"{repo} uses per-worktree config (extensions.worktreeConfig)")
         await anyio.Path(root).mkdir(parents=True, exist_ok=True)
-        # Resolved, as `git worktree list` prints it: the lookup below compares paths.
-        path = Path(await anyio.Path(root).resolve()) / slug(key)
-        chosen = base or await _default_base(repo, branch)
-        # Metadata of a worktree whose directory was deleted by hand would still list
-        # it, and keep its branch "checked out" so that the add below fails.
-        await git_ok(repo, "worktree", "prune")
-        registered = await _registered(repo)
-        if path in registered:
-            if registered[path] != f"refs/heads/{branch}":
-                raise WorktreeError(f"{path} is a worktree of another branch than {branch}")
-            return Worktree(path, branch, chosen, _admin_of(common, path), common)
+        tree = await locate(repo, root, key, base or await _default_base(repo, branch))
+        if await anyio.to_thread.run_sync(usable, tree.path, tree.admin):
+            return tree
         if not await _branch_exists(repo, branch):
-            await _check_base(repo, chosen)
-            # Two steps rather than `worktree add -b`: each is whole or nothing, so a
-            # retry after a lock error never meets a half-made branch.
-            await git_ok(repo, "branch", "--no-track", branch, chosen)
-        await git_ok(repo, "worktree", "add", str(path), branch)
-        await git_ok(repo, "config", f"branch.{branch}.{BASE_CONFIG}", chosen)
-        return Worktree(path, branch, chosen, _admin_of(common, path), common)
+            await _check_base(repo, tree.base)
+            await git_ok(repo, "branch", "--no-track", branch, tree.base)
+        await _make(tree)
+        await git_ok(repo, "config", f"branch.{branch}.{BASE_CONFIG}", tree.base)
+        return tree
+
+
+async def _make(tree: Worktree) -> None:
+    """Lay the worktree out and fill it from its branch, as `git worktree add` does (its
+    hooks aside); whole or not at all."""
+    await anyio.to_thread.run_sync(lay_out, tree.path, tree.admin, tree.common, tree.branch)
+    try:
+        await in_tree(tree, "read-tree", "--reset", "-u", "HEAD")
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(remove_both, tree.path, tree.admin)
+        raise
+    await anyio.to_thread.run_sync(unlock, tree.admin)
 
 
 async def _check_base(repo: Path, base: str) -> None:
@@ -282,87 +229,49 @@ async def _check_base(repo: Path, base: str) -> None:
 
 
 async def changes(worktree: Worktree) -> Changes:
-    """The worktree's uncommitted paths, untracked files included."""
-    out = await _in_tree(
+    """The worktree's uncommitted paths, untracked files included, and `.git` first when
+    it is no longer the file git made (the agent replaced or removed it): whatever the
+    agent kept there exists nowhere else either."""
+    out = await in_tree(
         worktree, "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=all"
     )
-    return Changes(parse_status(out))
-
-
-async def diff(worktree: Worktree) -> Diff:
-    """Everything the conversation changed since it left its base, committed or not.
-
-    The working tree, untracked files included, is taken as a tree (`snapshot`: a
-    throwaway index, never the agent's own, which `git add -N` would change for its
-    `git commit`/`git stash`) and compared with the merge-base. The price: blobs of
-    untracked files enter the object store until `git gc`.
-    """
-    merge_base = (await _in_tree(worktree, "merge-base", worktree.base, "HEAD")).strip()
-    tree = await snapshot(worktree)
-    compare = (
-        "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames",
-        "--ignore-submodules=all",
-    )  # fmt: skip
-    stat = await _in_tree(worktree, *compare, "--stat", merge_base, tree)
-    patch = await _in_tree(worktree, *compare, merge_base, tree)
-    names = await _in_tree(worktree, *compare, "--name-only", "-z", merge_base, tree)
-    return Diff(stat, patch, len([name for name in names.split("\0") if name]))
-
-
-async def snapshot(worktree: Worktree) -> str:
-    """The id of a tree object holding the worktree as it is now, untracked files
-    included: two snapshots name what changed between them (`changed_between`).
-
-    Staged through a copy of the worktree's own index, whose stat cache spares
-    re-reading every unchanged file; the real index is never touched.
-    """
-    git_path = ("rev-parse", "--path-format=absolute", "--git-path", "index")
-    real = Path((await _in_tree(worktree, *git_path)).strip())
-    with tempfile.TemporaryDirectory(prefix="pi-snap-") as scratch:
-        index = Path(scratch) / "index"
-        # A fresh worktree may have no index yet: `add` builds one. copy2 keeps the
-        # index's mtime, by which git tells a file changed within the same timestamp
-        # tick as the index was written ("racy git") from an unchanged one.
-        with contextlib.suppress(FileNotFoundError):
-            await anyio.to_thread.run_sync(shutil.copy2, real, index)
-        env = {"GIT_INDEX_FILE": str(index)}
-        await _in_tree(worktree, "add", "--all", env=env)
-        return (await _in_tree(worktree, "write-tree", env=env)).strip()
-
-
-async def changed_between(worktree: Worktree, before: str, after: str) -> int:
-    """How many files differ between two snapshots."""
-    if before == after:
-        return 0
-    names = await _in_tree(worktree, "diff-tree", "-r", "--name-only", "-z", before, after)
-    return len([name for name in names.split("\0") if name])
+    paths = parse_status(out)
+    if not await anyio.to_thread.run_sync(points_back, worktree.path, worktree.admin):
+        paths = (".git", *paths)
+    return Changes(paths)
 
 
 async def remove_worktree(
     repo: Path, worktree: Worktree, *, force: bool = False, delete_branch: bool = False
 ) -> None:
-    """Remove the conversation's checkout; its branch stays unless `delete_branch`.
+    """Remove the conversation's checkout and its admin dir; its branch stays unless
+    `delete_branch`. `worktree` is where the bridge keeps it (`locate`).
 
     Uncommitted work is refused unless `force`: it exists nowhere else.
     """
+    async with await _repository_lock(worktree.common):
+        if not force and await anyio.to_thread.run_sync(os.path.lexists, worktree.path):
+            pending = await changes(worktree)
+            if pending.dirty:
+                shown = ", ".join(pending.paths[:5])
+                raise WorktreeError(
+                    f"{worktree.path} has uncommitted changes ({shown}); "
+                    "commit them or remove with force"
+                )
+        await anyio.to_thread.run_sync(remove_both, worktree.path, worktree.admin)
+        if delete_branch:
+            await _delete_branch(repo, worktree.branch)
+
+
+async def delete_branch(repo: Path, branch: str) -> None:
+    """Delete the conversation's branch and what the bridge recorded for it."""
     async with await _repository_lock(await _common_dir(repo)):
-        if await anyio.Path(worktree.path).exists():
-            if not force:
-                pending = await changes(worktree)
-                if pending.dirty:
-                    shown = ", ".join(pending.paths[:5])
-                    raise WorktreeError(
-                        f"{worktree.path} has uncommitted changes ({shown}); "
-                        "commit them or remove with force"
-                    )
-            # The agent may have rewritten the worktree's `.git` file: point it back
-            # (git refuses to remove a worktree that does not point at its admin dir).
-            await git(repo, *GUARDED, "worktree", "repair", str(worktree.path))
-            # Always --force: the check above was made guarded, while without it git
-            # runs a `git status` of its own in the worktree, through files the agent
-            # can write. GUARDED reaches git's children too (GIT_CONFIG_PARAMETERS).
-            await git_ok(repo, *GUARDED, "worktree", "remove", "--force", str(worktree.path))
-        await git_ok(repo, "worktree", "prune")
-        if delete_branch and await _branch_exists(repo, worktree.branch):
-            # -D: the branch may hold commits never merged; deleting was asked for.
-            await git_ok(repo, "branch", "-D", worktree.branch)
+        await _delete_branch(repo, branch)
+
+
+async def _delete_branch(repo: Path, branch: str) -> None:
+    # Not `git branch -D`: to refuse a branch checked out elsewhere, it first reads
+    # every admin dir's `gitdir` and HEAD, which agents write (a `gitdir` linked to
+    # /dev/zero takes all the memory there is; a HEAD naming this branch blocks it).
+    await git_ok(repo, "update-ref", "-d", f"refs/heads/{branch}")
+    await git(repo, "config", "--remove-section", f"branch.{branch}")  # none is fine

@@ -364,6 +364,94 @@ async def test_a_restarted_bridge_finds_the_worktree_from_the_record(
     assert await later.workspace() == path
 
 
+def stored(repo: Path, content: bytes) -> bool:
+    """Whether the repository's shared object store, which every agent of the project
+    reads, holds a blob of `content`."""
+    blob = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=content, capture_output=True, check=True
+    ).stdout.decode()
+    found = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", blob.strip()], check=False)
+    return found.returncode == 0
+
+
+async def test_runs_put_no_uncommitted_file_where_other_agents_read_and_keep_little(
+    opts: BridgeOptions, repo: Path
+) -> None:
+    _, projects = conversation(opts, THREAD)
+    path = await projects.workspace()
+    for number in range(3):
+        await projects.before_run()
+        (path / f"secret-{number}.txt").write_text(f"not for the other threads {number}\n")
+        assert await projects.run_ended() == 1
+    found = await projects.diff()
+
+    assert found is not None
+    assert found.files == 3
+    for number in range(3):
+        assert not stored(repo, f"not for the other threads {number}\n".encode())
+    scratch = opts.data_dir / "snapshots"
+    assert len(list(scratch.rglob("objects"))) <= 1, "each run's snapshot outlived it"
+    await projects.remove(discard=True)
+    assert not [p for p in scratch.rglob("*") if p.is_file()]
+
+
+# --- whatever the agent did to its worktree's git, /project done ends cleanly ---------------
+
+
+def moved_aside(worktree: Path) -> None:
+    """`mv .git .git-orig && git init`, as the agent of the issue "stuck project" did."""
+    (worktree / ".git").rename(worktree / ".git-orig")
+    git_sync(worktree, "init", "-q")
+
+
+def replaced(worktree: Path) -> None:
+    """`rm -rf .git && git init`."""
+    (worktree / ".git").unlink()
+    git_sync(worktree, "init", "-q")
+
+
+@pytest.mark.parametrize("wreck", [moved_aside, replaced], ids=["mv .git", "rm -rf .git"])
+async def test_done_after_the_agent_replaced_its_git_asks_and_discard_leaves_no_trace(
+    opts: BridgeOptions, repo: Path, wreck: Callable[[Path], None]
+) -> None:
+    chat, projects = conversation(opts, THREAD)
+    path = await projects.workspace()
+    wreck(path)
+
+    pending = await projects.pending()
+    said = await projects.remove(discard=True)
+
+    assert pending is not None
+    assert ".git" in pending, "a replaced .git would be dropped without asking"
+    assert said.startswith(f"🗑 Discarded the worktree and branch {branch_name(THREAD)}."), said
+    assert not path.exists()
+    assert not (repo / ".git" / "worktrees" / path.name).exists()
+    assert await pi_branches(repo) == []
+    assert await worktree_paths(repo) == [str(repo)]
+    assert chat.record is not None
+    assert chat.record.checkout is None
+    assert (await projects.choose("web")).startswith("📁 Project web:")
+    assert (path / "README.md").read_text() == "hello\n"
+
+
+async def test_done_after_the_agent_left_its_branch_and_the_bridge_restarted(
+    opts: BridgeOptions, repo: Path
+) -> None:
+    chat, projects = conversation(opts, THREAD)
+    path = await projects.workspace()
+    await git(path, "switch", "-q", "-c", "agent-own")
+    later = Projects(chat, opts)
+
+    pending = await later.pending()
+    said = await later.remove(discard=False)
+
+    assert pending == ()
+    assert said.startswith(f"🧹 Removed the worktree; branch {branch_name(THREAD)} is kept.")
+    assert not path.exists()
+    assert await worktree_paths(repo) == [str(repo)]
+    assert sorted(await pi_branches(repo)) == [branch_name(THREAD)]
+
+
 # --- what an agent can plant does not make the bridge's git run anything -----------------
 #
 # The agent's sandbox lets it write its worktree (the `.git` file there) and its
@@ -512,7 +600,8 @@ async def test_with_a_plant_the_bridge_still_describes_the_real_worktree(
     assert changed == len(found.expected)
     assert unchanged == 0
     assert pending is not None
-    assert sorted(pending) == sorted(found.expected)
+    replaced = (".git",) if plant is git_file else ()  # so that done asks before removing
+    assert sorted(pending) == sorted((*replaced, *found.expected))
     assert diff is not None
     assert diff.files == len(found.expected)
     assert "+from the agent" in diff.patch

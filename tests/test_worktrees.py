@@ -17,15 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bridge.gitrun import WorktreeError, plain_error
+from bridge.snapshots import diff
 from bridge.worktrees import (
     MAX_SLUG,
     branch_name,
     changes,
-    diff,
     ensure_worktree,
     is_repository,
     parse_status,
-    parse_worktree_list,
     remove_worktree,
     slug,
 )
@@ -183,20 +182,6 @@ def test_status_entries_become_paths(porcelain: str, expected: tuple[str, ...]) 
     assert parse_status(porcelain) == expected
 
 
-def test_worktree_list_maps_paths_to_branches() -> None:
-    porcelain = (
-        "worktree /r\nHEAD abc\nbranch refs/heads/main\n\n"
-        "worktree /w/a\nHEAD def\ndetached\n\n"
-        "worktree /w/b\nHEAD 123\nbranch refs/heads/pi/b\nlocked\n"
-    )
-    found = parse_worktree_list(porcelain)
-    assert {str(path): ref for path, ref in found.items()} == {
-        "/r": "refs/heads/main",
-        "/w/a": None,
-        "/w/b": "refs/heads/pi/b",
-    }
-
-
 @pytest.mark.parametrize(
     ("stderr", "plain"),
     [
@@ -249,7 +234,7 @@ async def test_the_diff_shows_committed_uncommitted_and_untracked_work(
     (repo / "README").write_text("changed on main\n")
     await git(repo, "commit", "-q", "-am", "main moves")
 
-    result = await diff(worktree)
+    result = await diff(worktree, root.parent / "scratch")
 
     assert result.files == 3
     for name in ("committed.txt", "app.py", "untracked.txt"):
@@ -264,7 +249,7 @@ async def test_the_diff_shows_committed_uncommitted_and_untracked_work(
 async def test_a_fresh_worktree_has_no_changes_and_an_empty_diff(repo: Path, root: Path) -> None:
     worktree = await ensure_worktree(repo, root, "console")
     assert not (await changes(worktree)).dirty
-    assert (await diff(worktree)).files == 0
+    assert (await diff(worktree, root.parent / "scratch")).files == 0
 
 
 async def removed(repo: Path, worktree: Worktree) -> bool:

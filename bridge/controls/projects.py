@@ -2,10 +2,10 @@
 
 `/project` names the conversation's project and branch, with a button per project
 this chat may use while it has no worktree; `/project <name>` moves it into one;
-`/project done` removes its worktree when nothing is uncommitted there, and
-otherwise asks [Keep] [Discard]. `/diff` shows the change against the base: git's
-`--stat` in the message, the whole diff as a file. The work itself is
-`bridge.projects`'; here it is only asked for and shown.
+`/project done` removes its worktree when nothing is uncommitted there, and otherwise
+(or when its changes cannot be read) asks [Keep] [Discard]. `/diff` shows the change
+against the base: git's `--stat` in the message, the whole diff as a file. The work
+itself is `bridge.projects`'; here it is only asked for and shown.
 """
 
 from __future__ import annotations
@@ -62,20 +62,26 @@ def _show(target: Target) -> list[Op]:
 
 
 async def done(target: Target) -> list[Op]:
-    """Remove the worktree, or ask first when it holds uncommitted changes."""
+    """Remove the worktree, or ask first when it holds uncommitted changes, or when its
+    changes cannot be read (whatever the agent did there, Discard still removes it)."""
     projects = target.projects
-    pending = await projects.pending()
+    try:
+        pending = await projects.pending()
+    except (WorktreeError, AgentStartError) as exc:
+        return _keep_or_discard(target, f"Its changes could not be read ({exc}).")
     if pending is None:
         return target.renderer.notice("This conversation has no worktree.")
     if not pending:
         return target.renderer.notice(await projects.remove(discard=False))
-    checkout = projects.checkout()
-    assert checkout is not None
     shown = ", ".join(pending[:5]) + (f" and {len(pending) - 5} more" if len(pending) > 5 else "")
-    question = (
-        f"The worktree has {count(len(pending), 'uncommitted change')}: {shown}. "
-        f"Keep it as it is, or discard the changes and the branch {checkout.branch}?"
-    )
+    found = f"The worktree has {count(len(pending), 'uncommitted change')}: {shown}."
+    return _keep_or_discard(target, found)
+
+
+def _keep_or_discard(target: Target, found: str) -> list[Op]:
+    checkout = target.projects.checkout()
+    assert checkout is not None
+    question = f"{found} Keep it as it is, or discard the changes and the branch {checkout.branch}?"
     return picker(target, "project_done", question, [KEEP, DISCARD], ["Keep", "Discard"])
 
 
