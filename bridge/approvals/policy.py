@@ -1,12 +1,15 @@
 """Which tool calls wait for a person: the approval mode, the risky-command patterns
-and a small reading of shell commands that finds what they write.
+and a reading of shell commands that finds what they write and what they hide.
 
 `reason_to_ask` answers None (run without asking) or the one-line reason the chat
 shows. Modes: "off" asks nothing; "dangerous" asks for `bash` commands that match a
-pattern or write outside the workspace, and for `edit`/`write` outside it; "writes"
-asks the same for `bash` and every `edit`/`write`; "all" asks for every tool call.
-The shell reading is deliberately rough and errs towards asking: it is a tripwire for
-honest mistakes, not a sandbox (bridge/sandbox.py is that).
+pattern, hide what they run (bridge/approvals/indirection.py), link to or write outside
+the workspace, and for `edit`/`write` outside it; "writes" asks the same for `bash` and
+every `edit`/`write`; "all" asks for every tool call. Text a command runs that is
+written inside it (`sh -c '…'`, `eval …`) is read as a command in turn. The reading is
+rough and errs towards asking, but "dangerous" stays a tripwire against accidents and
+obvious attempts: a script the agent wrote and then runs is not read. "all" is the
+control; bridge/sandbox.py is what contains the agent.
 """
 
 from __future__ import annotations
@@ -14,13 +17,16 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-import shlex
 from typing import TYPE_CHECKING, Literal
 
+from bridge.approvals import indirection
+from bridge.approvals.shellwords import operands, option_value, program, read, tokens
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     from bridge.approvals.ask import ApprovalAsk
+    from bridge.approvals.shellwords import Run, Simple
 
 Mode = Literal["off", "dangerous", "writes", "all"]
 
@@ -28,6 +34,9 @@ OUTSIDE = "writes outside the workspace"
 NO_TARGET = "names no file it writes"
 EVERY_EDIT = "every edit needs approval in this mode"
 EVERY_CALL = "every tool call needs approval in this mode"
+LINKS_OUT = "links to a path outside the workspace"
+TOO_DEEP = "nests commands too deeply to read"
+_DEPTH = 4  # `sh -c` inside `eval` inside `sh -c` …: past this it asks instead of reading
 
 # (readable name, regex) searched in the command as written and with its quotes
 # removed; the name is what the chat shows ("matches `rm -rf`").
@@ -44,10 +53,19 @@ _NAMED: tuple[tuple[str, str], ...] = (
         r"\bgit\b[^;&|\n]*\spush\b[^;&|\n]*\s"
         r"(?:--force(?:-with-lease|-if-includes)?\b|-[a-zA-Z]*f[a-zA-Z]*\b|\+\S)",
     ),
+    # Deleting remote branches or tags: `:ref`, --delete, -d in a flag group, --mirror
+    # and --prune (which delete what the local side lacks).
+    (
+        "git push --delete",
+        r"\bgit\b[^;&|\n]*\spush\b[^;&|\n]*\s"
+        r"(?:--delete\b|--mirror\b|--prune\b|-[a-zA-Z]*d[a-zA-Z]*\b|:[^\s:])",
+    ),
     # World-writable files: chmod 777 / 0777, with or without -R.
     ("chmod 777", r"\bchmod\s(?:[^;&|\n]*\s)?0?777\b"),
-    # Recursive change of owner.
-    ("chown -R", r"\bchown\s(?:[^;&|\n]*\s)?(?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)\b"),
+    # Any recursive change of mode: one command for a whole tree.
+    ("chmod -R", r"\bchmod\s(?:[^;&|\n]*\s)?(?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)\b"),
+    # Recursive change of owner or group.
+    ("chown -R", r"\bch(?:own|grp)\s(?:[^;&|\n]*\s)?(?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)\b"),
     # Making a file system (mkfs, mkfs.ext4, …).
     ("mkfs", r"\bmkfs(?:\.\w+)?\b"),
     # dd writing to a named output (usually a disk image or a device).
@@ -62,6 +80,13 @@ _NAMED: tuple[tuple[str, str], ...] = (
     ("git reset --hard", r"\bgit\b[^;&|\n]*\sreset\b[^;&|\n]*\s--hard\b"),
     # Deleting untracked files: git clean -f, -fd, -xdf, --force.
     ("git clean -f", r"\bgit\b[^;&|\n]*\sclean\b[^;&|\n]*\s(?:-[a-zA-Z]*f[a-zA-Z]*|--force)\b"),
+    # Deleting a branch whatever it holds: -D, or -d/--delete with -f/--force.
+    (
+        "git branch -D",
+        r"\bgit\b[^;&|\n]*\sbranch\b(?:[^;&|\n]*\s-[a-zA-Z]*D[a-zA-Z]*\b"
+        r"|(?=[^;&|\n]*\s(?:-[a-zA-Z]*d[a-zA-Z]*|--delete)\b)"
+        r"(?=[^;&|\n]*\s(?:-[a-zA-Z]*f[a-zA-Z]*|--force)\b))",
+    ),
     # The classic bash fork bomb.
     (":(){ :|:& };:", r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:"),
     # Stopping the machine.
@@ -70,6 +95,28 @@ _NAMED: tuple[tuple[str, str], ...] = (
     ("find -delete", r"\bfind\b[^;&|\n]*\s-delete\b"),
     # Overwriting files so they cannot be recovered.
     ("shred", r"\bshred\b"),
+    # Sending a file away: curl -T/--upload-file, -d/--data*/--json with @file, -F with
+    # name=@file or <file; wget --post-file/--body-file. (`-d '{"a": 1}'` sends no file.)
+    (
+        "curl -T / -d @file",
+        r"\bcurl\b[^;&|\n]*\s(?:-T|--upload-file\b|(?:-d|--data(?:-binary|-ascii|-urlencode)?"
+        r"|--json)[\s=]*@|(?:-F|--form)[\s=]*[^\s=]*=[@<])"
+        r"|\bwget\b[^;&|\n]*\s--(?:post|body)-file\b",
+    ),
+    # Copying to another machine: scp/rsync whose last word is host:path or rsync://.
+    (
+        "scp/rsync to a host",
+        r"\b(?:scp|rsync)\b[^;&|\n]*\s(?:[^\s@:/]+@)?[A-Za-z0-9][\w.-]*:[^\s;&|]*"
+        r"(?:\s+\d*[<>]\S*)*\s*(?:$|[;&|\n])",  # `2>&1` may follow
+    ),
+    # Raw network pipes (netcat and its cousins), except a port check with -z.
+    ("nc", r"(?<![\w.-])(?:nc|ncat|netcat|socat)\s(?!(?:[^;&|\n]*\s)?-[a-zA-Z]*z)"),
+    # Publishing a package: once out, it cannot be taken back.
+    (
+        "publish a package",
+        r"\b(?:npm|pnpm|yarn)\s+(?:-\S+\s+)*publish(?![\w-])"
+        r"|\b(?:cargo|poetry|uv|flit|hatch)\s+publish\b|\btwine\s+upload\b|\bgem\s+push\b",
+    ),
 )
 DEFAULT_PATTERNS: tuple[str, ...] = tuple(regex for _, regex in _NAMED)
 _NAMES = {regex: name for name, regex in _NAMED}
@@ -116,15 +163,41 @@ def reason_to_ask(
     return reason
 
 
-def _command_reason(command: str, cwd: str, patterns: Sequence[str], root: str) -> str | None:
-    words = _tokens(command)
-    plain = " ".join(words)
+def _command_reason(
+    command: str, cwd: str | None, patterns: Sequence[str], root: str, depth: int = 0
+) -> str | None:
+    """Why a command line must be seen; `depth` counts the `sh -c`/`eval` it is inside."""
+    if depth > _DEPTH:
+        return TOO_DEEP
+    plain = " ".join(tokens(command))
     for pattern in patterns:
         regex = _compiled(pattern)
         if regex is not None and (regex.search(command) or regex.search(plain)):
             return f"matches `{pattern_name(pattern)}`"
-    if any(_outside(target, where, root) for target, where in _writes(words, cwd)):
-        return OUTSIDE
+    where = cwd
+    before: Simple | None = None
+    for simple in read(command):
+        run = program(simple.words)
+        reason = (
+            indirection.reason(run, simple, before)
+            or _write_reason(run, simple, where, root)
+            or _inner_reason(indirection.inner(run, simple, before), where, patterns, root, depth)
+        )
+        if reason is not None:
+            return reason
+        where = _moved(run, where)
+        before = simple
+    return None
+
+
+def _inner_reason(
+    texts: list[str], cwd: str | None, patterns: Sequence[str], root: str, depth: int
+) -> str | None:
+    """The first reason to ask about the command lines a command runs from its text."""
+    for text in texts:
+        reason = _command_reason(text, cwd, patterns, root, depth + 1)
+        if reason is not None:
+            return reason
     return None
 
 
@@ -155,12 +228,13 @@ def _under(path: str, root: str) -> bool:
     return root == "/" or path.startswith(root.rstrip("/") + "/")
 
 
-def _outside(target: str, cwd: str | None, root: str) -> bool:
+def _outside(target: str, cwd: str | None, root: str, *, devices: bool = True) -> bool:
     """Whether writing `target` (as a command names it, from `cwd`) leaves the workspace.
 
     `cwd` None means a `cd` went somewhere unknown. Paths starting with `~`, `$` or a
     backtick cannot be read without the shell, so they count as outside. Scratch files
-    under /tmp and the harmless devices (/dev/null, /dev/stdout, …) count as inside.
+    under /tmp count as inside, and so do the harmless devices (/dev/null, /dev/stdout,
+    …) unless `devices` is False: writing into them is harmless, `mv x /dev/null` is not.
     """
     if not target:
         return False
@@ -172,153 +246,93 @@ def _outside(target: str, cwd: str | None, root: str) -> bool:
         return True
     else:
         path = posixpath.normpath(posixpath.join(cwd, target))
-    if path in _DEVICES or _FD.fullmatch(path) or _under(path, _SCRATCH):
+    if devices and (path in _DEVICES or _FD.fullmatch(path)):
+        return False
+    if _under(path, _SCRATCH):
         return False
     return not root or not (path == root or _under(path, root))
 
 
-# -- reading a shell command -----------------------------------------------------------
+# -- what a simple command writes ------------------------------------------------------
 
-_OPERATOR_CHARS = frozenset("();<>|&")
-_ROUGH = re.compile(r"[();<>|&]+|[^\s();<>|&]+")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
-_COUNT = re.compile(r"\d+(?:\.\d+)?[smhd]?")
-_WRAPPERS = frozenset(
-    {"sudo", "doas", "env", "command", "builtin", "exec", "nohup", "time", "nice",
-     "ionice", "stdbuf", "timeout", "xargs"}
-)  # fmt: skip
 _ALL_ARGS = frozenset(
     {"tee", "mv", "rm", "rmdir", "unlink", "shred", "truncate", "touch", "mkdir",
      "chmod", "chown", "chgrp"}
 )  # fmt: skip
 _LAST_ARG = frozenset({"cp", "install", "ln", "rsync", "scp"})
+_STREAMS = frozenset({"tee", "curl", "wget"})  # they write into a device as a redirection does
 
 
-def _tokens(command: str) -> list[str]:
-    """Words and operators, quotes removed. Newlines separate commands as `;` does."""
-    text = command.replace("\n", " ; ")
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""  # a `#` mid-word is not a comment; reading more is safer
-    try:
-        return list(lexer)
-    except ValueError:  # an unclosed quote: the shell would fail too, read it roughly
-        return _ROUGH.findall(text)
-
-
-def _is_operator(token: str) -> bool:
-    return bool(token) and set(token) <= _OPERATOR_CHARS
-
-
-def _simple_commands(words: list[str]) -> Iterator[tuple[list[str], list[str]]]:
-    """(arguments, redirection targets) of each simple command, in order."""
-    args: list[str] = []
-    targets: list[str] = []
-    index = 0
-    while index < len(words):
-        token = words[index]
-        index += 1
-        if not _is_operator(token):
-            args.append(token)
-            continue
-        following = words[index] if index < len(words) else ""
-        if token.endswith("(") or not (">" in token or "<" in token):
-            # A separator (`;`, `&&`, `|`, `(`, …) or a process substitution `>(`/`<(`.
-            yield args, targets
-            args, targets = [], []
-            continue
-        if args and args[-1].isdigit():
-            args.pop()  # the fd of `2>`, split from its operator by the lexer
-        if _is_operator(following):
-            continue
-        index += 1  # the redirection's word is no argument of the command
-        if ">" in token and not (following.isdigit() or following == "-"):
-            targets.append(following)  # `>&2` and `>&-` name no file
-    yield args, targets
-
-
-def _program(args: list[str]) -> tuple[str, list[str]]:
-    """The program a simple command runs (wrappers like sudo/env skipped), its args."""
-    index = 0
-    while index < len(args):
-        word = args[index]
-        if _ASSIGNMENT.fullmatch(word):
-            index += 1
-            continue
-        name = posixpath.basename(word)
-        if name not in _WRAPPERS:
-            return name, args[index + 1 :]
-        index += 1
-        while index < len(args) and (args[index].startswith("-") or _COUNT.fullmatch(args[index])):
-            index += 1
-    return "", []
-
-
-def _operands(args: list[str]) -> list[str]:
-    after_dashes = False
-    out: list[str] = []
-    for arg in args:
-        if after_dashes or not arg.startswith("-") or arg == "-":
-            out.append(arg)
-        elif arg == "--":
-            after_dashes = True
-    return out
-
-
-def _option_value(args: list[str], short: str, long: str) -> str | None:
-    """The value of `-o X`, `-oX`, `--output X` or `--output=X`, if given."""
-    for index, arg in enumerate(args):
-        if arg in (short, long):
-            return args[index + 1] if index + 1 < len(args) else None
-        if arg.startswith(long + "="):
-            return arg[len(long) + 1 :]
-        if len(short) == 2 and arg.startswith(short) and not arg.startswith("--"):
-            return arg[2:]
+def _write_reason(run: Run, simple: Simple, where: str | None, root: str) -> str | None:
+    devices = run.name in _STREAMS
+    if any(_outside(target, where, root) for target in simple.writes) or any(
+        _outside(path, where, root, devices=devices) for path in _file_operands(run)
+    ):
+        return OUTSIDE
+    if run.name == "ln" and any(_outside(path, base, root) for path, base in _linked(run, where)):
+        return LINKS_OUT
     return None
 
 
-def _file_operands(program: str, args: list[str]) -> list[str]:
+def _file_operands(run: Run) -> list[str]:
     """The paths a known program writes (or removes), from its arguments."""
-    operands = _operands(args)
-    if program in _ALL_ARGS:
-        return operands
-    if program in _LAST_ARG:
-        target = _option_value(args, "-t", "--target-directory")
+    program_name, args = run.name, run.args
+    paths = operands(args)
+    if program_name in _ALL_ARGS:
+        return paths
+    if program_name in _LAST_ARG:
+        target = option_value(args, "-t", "--target-directory")
         if target is not None:
             return [target]
-        if program == "install" and "-d" in args:
-            return operands
-        return operands[-1:] if len(operands) > 1 else []
-    if program == "sed" and any(a.startswith(("-i", "--in-place")) for a in args):
+        if program_name == "install" and "-d" in args:
+            return paths
+        return paths[-1:] if len(paths) > 1 else []
+    if program_name == "sed" and any(a.startswith(("-i", "--in-place")) for a in args):
         scripted = any(a.startswith(("-e", "--expression", "-f", "--file")) for a in args)
-        return operands if scripted else operands[1:]
-    if program == "curl":
-        output = _option_value(args, "-o", "--output")
+        return paths if scripted else paths[1:]
+    if program_name == "curl":
+        output = option_value(args, "-o", "--output")
         return [output] if output else []
-    if program == "wget":
-        output = _option_value(args, "-O", "--output-document")
+    if program_name == "wget":
+        output = option_value(args, "-O", "--output-document")
         return [output] if output else []
     return []
 
 
-def _writes(words: list[str], cwd: str) -> Iterator[tuple[str, str | None]]:
-    """(path as written, the directory it is relative to) for each write found.
+def _linked(run: Run, where: str | None) -> list[tuple[str, str | None]]:
+    """(path a link points to, the directory it is relative to) for each link `ln` makes.
 
-    Follows `cd`/`pushd` from one simple command to the next, so `cd /etc && rm x`
-    writes outside; a `cd` it cannot follow makes the directory unknown (None).
+    A symbolic link's relative target is read from the link's directory, a hard link's
+    from the working directory. A link out of the workspace lets a later write that
+    looks inside (`echo x > conf/passwd`) land outside.
     """
-    where: str | None = cwd
-    for args, targets in _simple_commands(words):
-        for target in targets:
-            yield target, where
-        program, rest = _program(args)
-        if program in ("cd", "pushd"):
-            operands = _operands(rest)
-            to = operands[0] if operands else "~"
-            if to.startswith(("~", "$", "`")) or to == "-":
-                where = None
-            elif posixpath.isabs(to) or where is not None:
-                where = posixpath.normpath(posixpath.join(where or "/", to))
-            continue
-        for path in _file_operands(program, rest):
-            yield path, where
+    paths = operands(run.args)
+    directory = option_value(run.args, "-t", "--target-directory")
+    if directory is not None:
+        sources, folder = [path for path in paths if path != directory], directory
+    elif len(paths) > 1:
+        link = paths[-1]
+        sources, folder = paths[:-1], link if link.endswith("/") else posixpath.dirname(link)
+    else:
+        sources, folder = paths, "."
+    symbolic = any(
+        arg == "--symbolic" or (arg[:1] == "-" and arg[:2] != "--" and "s" in arg)
+        for arg in run.args
+    )
+    if symbolic and where is not None:
+        where = posixpath.normpath(posixpath.join(where, folder or "."))
+    return [(source, where) for source in sources]
+
+
+def _moved(run: Run, where: str | None) -> str | None:
+    """The working directory after a simple command: `cd`/`pushd` change it, and a
+    `cd` that cannot be followed (`cd ~`, `cd $X`, `cd -`) makes it unknown (None)."""
+    if run.name not in ("cd", "pushd"):
+        return where
+    paths = operands(run.args)
+    to = paths[0] if paths else "~"
+    if to.startswith(("~", "$", "`")) or to == "-":
+        return None
+    if posixpath.isabs(to) or where is not None:
+        return posixpath.normpath(posixpath.join(where or "/", to))
+    return None
