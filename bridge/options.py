@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SandboxMode = Literal["bwrap", "off"]
+# "isolated": its own network namespace, outbound through pasta, no host loopback port
+# but `host_ports`; "host": the host's network as it is; "off": none at all.
+NetworkMode = Literal["isolated", "host", "off"]
 ApprovalMode = Literal["off", "dangerous", "writes", "all"]
 StopMode = Literal["detach", "stop"]
 
@@ -36,7 +39,8 @@ class SandboxOptions:
     """
 
     mode: SandboxMode = "bwrap"
-    network: bool = True  # the agent needs its model's API
+    network: NetworkMode = "isolated"  # the agent needs its model's API, nothing of the host
+    host_ports: tuple[int, ...] = ()  # the host loopback's TCP ports it may reach (a local model)
     read_write: tuple[Path, ...] = ()  # extra paths the agent may write
     read_only: tuple[Path, ...] = ()  # extra paths the agent may read (beyond the system)
     hidden: tuple[Path, ...] = ()  # never mounted: the config file, a store outside the data dir

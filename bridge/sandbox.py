@@ -44,7 +44,7 @@ from bridge.rpc.sandbox import Bind, Sandbox
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from bridge.options import BridgeOptions
+    from bridge.options import BridgeOptions, SandboxOptions
     from bridge.rpc.process import AgentSpec
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,31 @@ def probe() -> str | None:
         why = " ".join(done.stderr.split())[:300] or f"exit {done.returncode}"
         return f"bwrap cannot create a sandbox here: {why}"
     return None
+
+
+def parts_missing(policy: SandboxOptions) -> list[str]:
+    """What this machine lacks for `policy`'s sandbox beyond bwrap (`probe`): the
+    non-dumpable agent's library, and pasta for an isolated network."""
+    missing = []
+    if policy.mode == "bwrap" and nodump.library() is None:
+        missing.append(nodump.missing_reason())
+    if policy.mode == "bwrap" and policy.network == "isolated" and not shutil.which("pasta"):
+        missing.append(
+            "pasta not found: the agents' isolated network needs it (install the Debian "
+            'package passt), or set [sandbox] network = "host" (PI_BRIDGE_NETWORK=host)'
+        )
+    return missing
+
+
+def described(policy: SandboxOptions) -> str:
+    """One line for `pi-bridge check`: what each agent's sandbox is made of."""
+    ports = ", ".join(map(str, policy.host_ports)) or "none"
+    network = {
+        "isolated": f"own network through pasta, host loopback ports: {ports}",
+        "host": "the host's network, loopback included",
+        "off": "no network",
+    }[policy.network]
+    return f"bwrap starts a sandbox; agents non-dumpable ({nodump.LIBRARY.name}); {network}"
 
 
 def home_of(options: BridgeOptions, key: str) -> Path:
@@ -147,6 +172,8 @@ def contain(
         hidden_files=tuple(p for p in hidden if p.exists() and not p.is_dir()),
         binds=binds,
         network=policy.network,
+        pasta=shutil.which("pasta") if policy.network == "isolated" else None,
+        host_ports=policy.host_ports,
         preload=preload,
     )
     return replace(spec, cwd=spec.cwd.resolve(), env=env, sandbox=sandbox)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bridge.options import SandboxOptions
+from tests.support.agents import llm_ports
 from tests.support.bridge_harness import options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
 
@@ -114,7 +115,7 @@ async def test_no_tool_reaches_pis_pipes_memory_or_environment(
     probe = Reply(tool_calls=[ToolCall("bash", {"command": command})])
     fake_llm.add("REACH", probe, Reply(text="Reached."))
     opts = options(tmp_path / "data", agent_home.argv(version), agent_home.env())
-    sandbox = SandboxOptions(mode="bwrap", read_only=(tmp_path,))
+    sandbox = SandboxOptions(read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()))
     if mode == "off":
         sandbox = SandboxOptions(mode="off")
     opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))

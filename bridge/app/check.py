@@ -20,7 +20,7 @@ import anyio
 
 from bridge.app.platforms import open_platforms
 from bridge.app.run import SandboxUnavailable, one_line
-from bridge.sandbox import contain, probe
+from bridge.sandbox import contain, described, parts_missing, probe
 from bridge.worktrees import is_repository
 
 if TYPE_CHECKING:
@@ -79,8 +79,10 @@ async def _check_sandbox(options: BridgeOptions) -> str:
     why = await anyio.to_thread.run_sync(probe)
     if why is not None:
         raise SandboxUnavailable(f"{why}; agents cannot start (or set PI_BRIDGE_SANDBOX=off)")
-    network = "network on" if options.agent.sandbox.network else "network off"
-    return f"bwrap starts a sandbox ({network})"
+    missing = parts_missing(options.agent.sandbox)
+    if missing:
+        raise SandboxUnavailable(f"{'; '.join(missing)}; agents cannot start")
+    return described(options.agent.sandbox)
 
 
 async def _check_projects(options: BridgeOptions, out: TextOut) -> int:

@@ -318,7 +318,8 @@ def _sandbox(config: Config, path: Path | None, data_dir: Path, cwd: Path) -> Sa
         hidden += [store, *(store.with_name(store.name + s) for s in ("-wal", "-shm", "-journal"))]
     return SandboxOptions(
         mode=section.mode,
-        network=section.network == "on",
+        network="host" if section.network == "on" else section.network,
+        host_ports=tuple(dict.fromkeys(section.host_ports)),
         read_write=tuple((cwd / p).resolve() for p in section.read_write),
         read_only=tuple((cwd / p).resolve() for p in section.read_only),
         hidden=tuple(p for p in hidden if not p.is_relative_to(data_dir)),

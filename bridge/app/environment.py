@@ -30,6 +30,8 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "PI_BRIDGE_AGENT_COMMAND": (("agent", "command"), "str"),
     "PI_BRIDGE_AGENT_ENV": (("agent", "env"), "list"),
     "PI_BRIDGE_SANDBOX": (("sandbox", "mode"), "str"),
+    "PI_BRIDGE_NETWORK": (("sandbox", "network"), "str"),
+    "PI_BRIDGE_HOST_PORTS": (("sandbox", "host_ports"), "list"),
     "PI_BRIDGE_APPROVALS": (("approvals", "mode"), "str"),
     "PI_BRIDGE_ALLOW_EVERYONE": (("allow_everyone",), "str"),
     "PI_BRIDGE_MAX_PER_USER": (("limits", "max_per_user"), "str"),

@@ -25,7 +25,7 @@ import anyio
 from bridge.app import serving
 from bridge.app.platforms import for_platform, open_platforms
 from bridge.metrics import Metrics, serve_metrics
-from bridge.sandbox import make_undumpable, probe
+from bridge.sandbox import make_undumpable, parts_missing, probe
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Coroutine
@@ -222,6 +222,9 @@ def _contain_agents(options: BridgeOptions) -> None:
             "package (and allow user namespaces), or set PI_BRIDGE_SANDBOX=off to run them "
             "unsandboxed"
         )
+    missing = parts_missing(options.agent.sandbox)
+    if missing:
+        raise SandboxUnavailable(f"{'; '.join(missing)}. Agents cannot start without it")
 
 
 def described(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ the file knows, and `bridge.app.platforms` builds the settings from them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -105,7 +105,9 @@ class SandboxSection(_Section):
     """How agents are contained (docs/security.md, "The agent's sandbox")."""
 
     mode: SandboxMode = Field(default_factory=default_mode)
-    network: Literal["on", "off"] = "on"  # the agent needs its model's API
+    # "on" is the old spelling of "host" (before the agent had a network of its own).
+    network: Literal["isolated", "host", "off", "on"] = "isolated"
+    host_ports: list[Annotated[int, Field(ge=1, le=65535)]] = []  # e.g. a local model server
     read_write: list[Path] = []  # extra paths every agent may write (a shared cache)
     read_only: list[Path] = []  # extra paths it may read inside hidden trees or /tmp
 

@@ -97,8 +97,18 @@ def keeper_arguments(spec: AgentSpec) -> tuple[list[str], str, list[str]]:
     if spec.sandbox is not None:
         # Inside, argv[0] is exec'd as named: the path found here is the same path there.
         command = bwrap_argv(spec.sandbox, spec.cwd, [found, *spec.argv[1:]])
-        return ["--stdio-fds"], command[0], command
+        return [*_network_flags(spec.sandbox), "--stdio-fds"], command[0], command
     return ["--no-caps"], found, list(spec.argv)
+
+
+def _network_flags(sandbox: Sandbox) -> list[str]:
+    """What the keeper needs to connect an isolated sandbox: pasta, and the ports."""
+    if sandbox.network != "isolated":
+        return []
+    if sandbox.pasta is None:
+        raise AgentStartError("an isolated network needs pasta (the Debian package passt)")
+    ports = ",".join(str(port) for port in sandbox.host_ports) or "none"
+    return [f"--pasta={sandbox.pasta}", f"--host-ports={ports}"]
 
 
 def _executable(spec: AgentSpec) -> str:

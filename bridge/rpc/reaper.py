@@ -22,6 +22,12 @@ both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. He
   for the sandbox's whole life, where the agent's tools could reopen it) the agent's
   stdin and stdout are handed over on fds 3 and 4 and bwrap gets /dev/null on 0 and 1
   (`bridge/rpc/sandbox.py` moves them back inside);
+- with `--pasta=PATH --host-ports=SPEC` (an isolated network, `bridge/rpc/sandbox.py`)
+  bwrap says on fd 5 which process holds the sandbox's new network namespace and waits
+  on fd 6; we start pasta on that namespace (outbound only: no port forwarded in, the
+  host's loopback reached only on SPEC's ports, the gateway not mapped to the host),
+  wait until its route is there, then let bwrap go on. pasta is our child and is ended
+  with the rest when the agent has exited;
 - this process is non-dumpable: without the sandbox the agent's tools share our user,
   and we hold the agent's stderr.
 
@@ -31,7 +37,10 @@ Standard library only, and nothing imported from the bridge: it runs isolated (`
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
+import select
 import signal
 import sys
 import time
@@ -43,10 +52,16 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 LAST_CAP = 63  # the kernel answers EINVAL past its own last capability
 BRIDGE_DIED = signal.SIGUSR1
+HANDLED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, BRIDGE_DIED, signal.SIGALRM)
 # Below the bridge's own SIGTERM wait (3 s) so the sweep ends before its group SIGKILL.
 KILL_AFTER = 2.0
 SWEEP_TIME = 2.0
-FLAGS = frozenset({"--no-caps", "--stdio-fds"})  # each at most once, before the executable
+# Each at most once, before the executable; the last two carry a value (`--pasta=PATH`).
+FLAGS = frozenset({"--no-caps", "--stdio-fds", "--pasta", "--host-ports"})
+NET_INFO_FD, NET_BLOCK_FD = 5, 6  # as bridge/rpc/sandbox.py passes them to bwrap
+# bwrap makes its namespaces in milliseconds and pasta configures one in ~60 ms; this
+# long means a broken setup, which fails the agent's start with pasta's own words.
+NET_READY_TIMEOUT = 10.0
 
 
 def _prctl(option: int, value: int) -> int:
@@ -116,24 +131,35 @@ def sweep(deadline: float) -> None:
         time.sleep(0.02)
 
 
-def hand_over_stdio() -> None:
-    """The agent's pipes to fds 3 and 4 (inherited), /dev/null on 0 and 1."""
-    os.dup2(0, 3)
-    os.dup2(1, 4)
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    if null > 4:
-        os.close(null)
+def parse_flags(rest: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The leading flags (name → value, "" for none) and what follows them."""
+    flags: dict[str, str] = {}
+    while rest and rest[0].partition("=")[0] in FLAGS:
+        name, _, value = rest[0].partition("=")
+        flags[name] = value
+        rest = rest[1:]
+    return flags, rest
 
 
-def _start(executable: str, argv: list[str], flags: frozenset[str]) -> int:
+def place(targets: dict[int, int]) -> None:
+    """dup2 each source fd onto its target fd, whatever numbers they have now (a
+    source may sit on another's target): all are lifted above the targets first."""
+    floor = max(targets, default=0) + 1
+    lifted = {
+        target: fcntl.fcntl(source, fcntl.F_DUPFD, floor) for target, source in targets.items()
+    }
+    for target, fd in lifted.items():
+        os.dup2(fd, target)  # inheritable, unlike the dups
+        os.close(fd)
+
+
+def _start(executable: str, argv: list[str], flags: dict[str, str], fds: dict[int, int]) -> int:
     keeper = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     try:
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, BRIDGE_DIED, signal.SIGALRM):
+        for sig in HANDLED:
             signal.signal(sig, signal.SIG_DFL)  # an ignored signal would stay so after exec
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != keeper:  # we died before the signal was set
@@ -141,7 +167,13 @@ def _start(executable: str, argv: list[str], flags: frozenset[str]) -> int:
         if "--no-caps" in flags:
             drop_privileges()
         if "--stdio-fds" in flags:
-            hand_over_stdio()
+            # The agent's pipes on 3 and 4, /dev/null on 0 and 1 for bwrap's init.
+            place({3: 0, 4: 1, **fds})
+            null = os.open(os.devnull, os.O_RDWR)  # now above every fd placed
+            place({0: null, 1: null})
+            os.close(null)
+        else:
+            place(fds)
         os.execv(executable, argv)
     except BaseException as exc:  # the child must never return into our loop
         print(f"cannot start {executable}: {exc}", file=sys.stderr)
@@ -149,9 +181,7 @@ def _start(executable: str, argv: list[str], flags: frozenset[str]) -> int:
 
 
 def main(args: list[str]) -> int:
-    bridge, rest = int(args[0]), args[1:]
-    leading = next(i for i, arg in enumerate([*rest, ""]) if arg not in FLAGS)
-    flags, rest = frozenset(rest[:leading]), rest[leading:]
+    bridge, (flags, rest) = int(args[0]), parse_flags(args[1:])
     executable, argv = rest[0], rest[1:]
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -181,7 +211,16 @@ def main(args: list[str]) -> int:
     _prctl(PR_SET_PDEATHSIG, BRIDGE_DIED)
     if os.getppid() != bridge:  # the bridge died before the signal was set
         return 143
-    agent = _start(executable, argv, flags)
+    if "--pasta" in flags:
+        info, info_in = os.pipe()
+        go_out, go = os.pipe()
+        agent = _start(executable, argv, flags, {NET_INFO_FD: info_in, NET_BLOCK_FD: go_out})
+        for fd in (info_in, go_out):
+            os.close(fd)
+        if not _connect(flags, info, go):
+            signal_agent(signal.SIGKILL)
+    else:
+        agent = _start(executable, argv, flags, {})
     # The agent alone talks to the bridge: our copies would hide its EOF on stdout.
     for fd in (0, 1):
         os.close(fd)
@@ -190,6 +229,67 @@ def main(args: list[str]) -> int:
     signal.setitimer(signal.ITIMER_REAL, 0)
     sweep(time.monotonic() + SWEEP_TIME)
     return _exit_code(status)
+
+
+def _connect(flags: dict[str, str], info: int, go: int) -> bool:
+    """Connect the sandbox's network namespace through pasta, then let bwrap go on."""
+    deadline = time.monotonic() + NET_READY_TIMEOUT
+    holder = _namespace_holder(info, deadline)
+    os.close(info)
+    if holder is None:
+        return False  # bwrap failed before making its namespaces: it says why itself
+    pasta = [flags["--pasta"], "--config-net", "--quiet", "--foreground", "--no-map-gw"]
+    pasta += ["-t", "none", "-u", "none", "-U", "none", "-T", flags.get("--host-ports") or "none"]
+    pasta += ["--runas", f"{os.geteuid()}:{os.getegid()}", str(holder)]
+    helper = os.fork()
+    if helper == 0:
+        try:
+            # As Python starts every child: pasta refuses to run with these ignored.
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ, *HANDLED):
+                signal.signal(sig, signal.SIG_DFL)
+            null = os.open(os.devnull, os.O_RDWR)
+            place({0: null, 1: null})
+            os.execv(pasta[0], pasta)
+        except BaseException as exc:
+            print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
+        os._exit(127)
+    while not _routed(holder):
+        done, _ = os.waitpid(helper, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            print(f"pasta did not connect the agent's network ({pasta[0]})", file=sys.stderr)
+            return False
+        time.sleep(0.002)
+    os.write(go, b"1")
+    os.close(go)
+    return True
+
+
+def _namespace_holder(info: int, deadline: float) -> int | None:
+    """The pid bwrap reports on its info fd (`{"child-pid": N}`), None at its EOF."""
+    data = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([info], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(info, 4096) if ready else b""
+        if not chunk:
+            return None
+        data += chunk
+        with contextlib.suppress(ValueError):
+            return int(json.loads(data)["child-pid"])
+    return None
+
+
+def _routed(pid: int) -> bool:
+    """Whether `pid`'s network namespace has a default route yet (pasta's last step)."""
+    # A default route off the loopback (a new namespace has an unreachable one on lo).
+    # IPv4 rows: interface, destination, …; IPv6 rows: destination, prefix, …, interface.
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/net/route") as routes:
+        if any(row.split()[1:2] == ["0" * 8] and row.split()[0] != "lo" for row in routes):
+            return True
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/net/ipv6_route") as routes:
+        return any(
+            row.split()[:2] == ["0" * 32, "00"] and row.split()[-1] != "lo" for row in routes
+        )
+    return False
 
 
 def _wait_for(agent: int) -> int:

@@ -16,9 +16,15 @@ argv out; nothing here touches the file system. The mounts it asks for, in order
   that contains the data dir therefore still has the data dir hidden, and the
   conversation's own session dir inside the hidden data dir is bound back on top.
 
-Every namespace is new (`--unshare-all`), the network is shared unless switched off (the
-agent needs its model's API), capabilities are dropped (a root agent keeps uid 0 but
-gets no capability back on exec: bwrap also sets no_new_privs), and the sandbox dies
+Every namespace is new (`--unshare-all`). The network (docs/security.md, "The agent's
+network"): "isolated" keeps the new network namespace and has the keeper connect it to
+the outside through pasta (a user-mode network stack: outbound connections are made by
+pasta on the host's behalf, and the host's loopback is reached only on the ports
+listed) once bwrap has made it (`--info-fd` tells the keeper where, `--block-fd` holds
+the agent back until it is ready); "host" shares the host's (`--share-net`); "off"
+leaves the agent with a loopback of its own and nothing else. Capabilities are dropped
+(a root agent keeps uid 0 but gets no capability back on exec: bwrap also sets
+no_new_privs), and the sandbox dies
 with its parent, the keeper. No `--new-session`: the agent must stay in the process
 group the bridge signals as a whole.
 
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import Literal
 
 # The mount kinds, in the order they are applied at equal depth: a path both hidden and
 # writable (a workspace configured *as* the data dir) ends up writable.
@@ -42,6 +49,10 @@ _HIDE, _HIDE_FILE, _WRITE, _READ = 0, 1, 2, 3
 TMP = PurePath("/tmp")  # the sandbox's own private /tmp
 # The agent's stdin and stdout arrive on fds 3 and 4 (reaper.py, `--stdio-fds`).
 STDIO_SHIM = ("/bin/sh", "-c", 'exec "$@" <&3 >&4 3<&- 4<&-', "sh")
+# With an isolated network: where bwrap says which process holds the new namespace,
+# and where it waits until the keeper has connected it (reaper.py, `--pasta`).
+NET_INFO_FD, NET_BLOCK_FD = 5, 6
+Network = Literal["isolated", "host", "off"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,9 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()  # directories, covered by an empty tmpfs
     hidden_files: tuple[Path, ...] = ()  # files, covered by /dev/null
     binds: tuple[Bind, ...] = ()  # read-only binds elsewhere (the operator's extensions)
-    network: bool = True
+    network: Network = "host"
+    pasta: str | None = None  # the pasta executable, for network "isolated"
+    host_ports: tuple[int, ...] = ()  # host loopback TCP ports an isolated agent reaches
     preload: Path | None = None  # the non-dumpable library (bridge/rpc/nodump.py)
 
 
@@ -72,8 +85,10 @@ Kind = int  # _HIDE, _HIDE_FILE, _WRITE or _READ
 def bwrap_argv(sandbox: Sandbox, cwd: Path, command: list[str]) -> list[str]:
     """The whole argv: bwrap, its options, `--`, then the agent's command."""
     argv = [sandbox.bwrap, "--unshare-all"]
-    if sandbox.network:
+    if sandbox.network == "host":
         argv.append("--share-net")
+    elif sandbox.network == "isolated":
+        argv += ["--info-fd", str(NET_INFO_FD), "--block-fd", str(NET_BLOCK_FD)]
     argv += ["--die-with-parent", "--cap-drop", "ALL"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(TMP)]
     for kind, source, target in _mounts(sandbox, command):

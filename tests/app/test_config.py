@@ -435,7 +435,7 @@ def test_the_sandbox_is_on_by_default_and_hides_this_file_and_a_store_kept_elsew
     config.write_text('store = "sqlite:///srv/state/bridge.db"\n')
     loaded = load_config({**BASE_ENV, "PI_BRIDGE_CONFIG": str(config)}, cwd=tmp_path)
     sandbox = loaded.options.agent.sandbox
-    assert (sandbox.mode, sandbox.network) == ("bwrap", True)
+    assert (sandbox.mode, sandbox.network, sandbox.host_ports) == ("bwrap", "isolated", ())
     store = Path("/srv/state/bridge.db")
     assert sandbox.hidden == (config.resolve(), store, *(Path(f"{store}{s}") for s in SIDECARS))
 
@@ -452,9 +452,37 @@ def test_the_sandbox_settings_come_from_the_file_and_the_mode_from_the_environme
     env = {**BASE_ENV, "PI_BRIDGE_CONFIG": str(config), "PI_BRIDGE_SANDBOX": "off"}
     sandbox = load_config(env, cwd=tmp_path).options.agent.sandbox
     assert sandbox.mode == "off"
-    assert sandbox.network is False
+    assert sandbox.network == "off"
     assert sandbox.read_write == ((tmp_path / "cache").resolve(),)
     assert sandbox.read_only == (Path("/opt/models"),)
+
+
+@pytest.mark.parametrize(
+    ("file", "env", "network", "ports"),
+    [
+        ('network = "host"', {}, "host", ()),
+        ('network = "on"', {}, "host", ()),  # the spelling from before "isolated"
+        ("host_ports = [11434, 11434, 8080]", {}, "isolated", (11434, 8080)),
+        ("", {"PI_BRIDGE_NETWORK": "off"}, "off", ()),
+        ("", {"PI_BRIDGE_HOST_PORTS": "11434, 5432"}, "isolated", (11434, 5432)),
+    ],
+)
+def test_the_agents_network_and_the_host_ports_it_reaches(
+    tmp_path: Path, file: str, env: dict[str, str], network: str, ports: tuple[int, ...]
+) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text(f"[sandbox]\n{file}\n")
+    loaded = load_config({**BASE_ENV, "PI_BRIDGE_CONFIG": str(config), **env}, cwd=tmp_path)
+    sandbox = loaded.options.agent.sandbox
+    assert (sandbox.network, sandbox.host_ports) == (network, ports)
+
+
+@pytest.mark.parametrize("value", ["everywhere", "0", "65536", "http"])
+def test_a_wrong_network_or_port_is_refused(tmp_path: Path, value: str) -> None:
+    name = "PI_BRIDGE_NETWORK" if value.isalpha() else "PI_BRIDGE_HOST_PORTS"
+    with pytest.raises(ConfigError) as caught:
+        load_config({**BASE_ENV, name: value}, cwd=tmp_path)
+    assert caught.value.problems[0].startswith(f"{name} (environment):")
 
 
 def test_an_unknown_sandbox_mode_is_refused_by_its_variable(tmp_path: Path) -> None:

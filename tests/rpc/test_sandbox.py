@@ -28,7 +28,7 @@ from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOpti
 from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
-from bridge.rpc.sandbox import STDIO_SHIM, Bind, Sandbox, bwrap_argv
+from bridge.rpc.sandbox import STDIO_SHIM, Bind, Network, Sandbox, bwrap_argv
 from bridge.sandbox import config_of, contain, home_of, probe
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
 from tests.support.fake_llm import Reply, ToolCall
@@ -112,14 +112,17 @@ def test_the_mounts_are_ordered_so_the_deeper_one_wins(
 
 
 @pytest.mark.parametrize(
-    ("network", "shared"), [(True, True), (False, False)], ids=["network on", "network off"]
+    ("network", "shared", "connected"),
+    [("host", True, False), ("isolated", False, True), ("off", False, False)],
 )
-def test_every_namespace_is_new_and_the_network_is_shared_only_when_on(
-    network: bool, shared: bool
+def test_every_namespace_is_new_and_the_network_is_shared_only_with_the_host(
+    network: Network, shared: bool, connected: bool
 ) -> None:
     argv = bwrap_argv(Sandbox(BWRAP, network=network), WORK, ["pi"])
     assert argv[:2] == [BWRAP, "--unshare-all"]
     assert ("--share-net" in argv) is shared
+    # Isolated: bwrap names its new namespace to the keeper and waits for pasta.
+    assert ("--info-fd" in argv and "--block-fd" in argv) is connected
     assert {"--die-with-parent", "--cap-drop"} <= set(argv)
     assert "--new-session" not in argv  # the agent stays in the group the bridge signals
     assert argv[argv.index("--ro-bind") : argv.index("--ro-bind") + 3] == ["--ro-bind", "/", "/"]
@@ -374,9 +377,18 @@ def test_a_non_dumpable_process_keeps_its_environment_from_the_same_user(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("network", "reached"), [(True, True), (False, False)])
-async def test_with_the_network_off_the_agent_reaches_not_even_the_hosts_loopback(
-    tmp_path: Path, network: bool, reached: bool
+@pytest.mark.parametrize(
+    ("network", "listed", "reached"),
+    [
+        ("host", False, True),
+        ("off", False, False),
+        ("isolated", False, False),
+        ("isolated", True, True),
+    ],
+    ids=["host", "off", "isolated", "isolated, the port listed"],
+)
+async def test_only_a_listed_port_of_the_hosts_loopback_is_reached_unless_on_the_host(
+    tmp_path: Path, network: Network, listed: bool, reached: bool
 ) -> None:
     received: list[bytes] = []
 
@@ -388,7 +400,8 @@ async def test_with_the_network_off_the_agent_reaches_not_even_the_hosts_loopbac
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
         dial = f"import socket; socket.create_connection(('127.0.0.1', {port}), 5).send(b'hi')"
         opts = options(tmp_path)
-        sandbox = dataclasses.replace(opts.agent.sandbox, network=network)
+        ports = (port,) if listed else ()
+        sandbox = dataclasses.replace(opts.agent.sandbox, network=network, host_ports=ports)
         opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
         spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=[sys.executable, "-c", dial])
         async with anyio.create_task_group() as tg:

@@ -18,6 +18,11 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 AGENT_VERSIONS = ("0.73.1", "0.87.1")  # the current RPC protocol
 LEGACY_VERSION = "0.13.2"  # the old protocol: prompt/abort/compact only, no responses
@@ -144,6 +149,21 @@ class AgentHome:
             MODEL,
             *extra,
         ]
+
+
+def llm_ports(env: Mapping[str, str]) -> tuple[int, ...]:
+    """The host loopback ports of the models an agent with `env` is configured for:
+    what an isolated sandbox must let it reach (`[sandbox] host_ports`), as an operator
+    lists a local model server's."""
+    agent_dir = env.get("PI_CODING_AGENT_DIR")
+    if not agent_dir:
+        return ()
+    try:
+        providers = json.loads((Path(agent_dir) / "models.json").read_text())["providers"]
+    except (OSError, ValueError, KeyError):
+        return ()
+    urls = [urlsplit(str(p.get("baseUrl", ""))) for p in providers.values()]
+    return tuple(u.port for u in urls if u.hostname == "127.0.0.1" and u.port is not None)
 
 
 def make_agent_home(root: Path, llm_base_url: str) -> AgentHome:
