@@ -35,14 +35,16 @@ fi
 grep -v -E "^WARNING: Location '.*' is ignored" "$log" >&2 || true
 
 # Debian packages: bubblewrap, the agents' sandbox (the bridge refuses to start agents
-# without it unless PI_BRIDGE_SANDBOX=off); for the tests a real redis-server for the
+# without it unless PI_BRIDGE_SANDBOX=off), passt (pasta: each agent's own network) and
+# a C compiler (the library that makes agents non-dumpable, built below); for the tests a real redis-server for the
 # redis store tests, docker-compose and systemd-analyze to validate the deploy
 # files, and espeak-ng and opusenc to speak the voice notes of the voice tests. Best effort: without them the setup still succeeds and the bridge or those
 # tests say what is missing.
 install_debian_packages() {
     local missing=() pair command package
-    for pair in bwrap:bubblewrap redis-server:redis-server docker-compose:docker-compose \
-        systemd-analyze:systemd espeak-ng:espeak-ng opusenc:opus-tools; do
+    for pair in bwrap:bubblewrap pasta:passt cc:gcc redis-server:redis-server \
+        docker-compose:docker-compose systemd-analyze:systemd espeak-ng:espeak-ng \
+        opusenc:opus-tools; do
         command="${pair%%:*}" package="${pair#*:}"
         command -v "$command" >/dev/null 2>&1 || missing+=("$package")
     done
@@ -74,5 +76,10 @@ install_debian_packages() {
         echo "dev-setup: redis-server installed but not on PATH: $hint" >&2
 }
 install_debian_packages
+
+# The library preloaded into every agent so that no tool it runs can reach its process
+# (docs/security.md, "No tool reaches pi"); built from bridge/rpc/nodump.c.
+"$venv/bin/python" -m bridge.rpc.nodump >/dev/null ||
+    echo "dev-setup: could not build the agents' non-dumpable library; sandboxed agents will not start" >&2
 
 PYTHON="$venv/bin/python" bash "$repo_root/deploy/install-agents.sh"

@@ -284,3 +284,7 @@ def test_the_dockerfile_runs_as_a_user_with_a_data_volume_and_a_health_check() -
     pinned = re.search(r"^ARG PI_VERSION=(\S+)", text, re.M)
     assert pinned is not None
     assert pinned.group(1) == DEFAULT_VERSION  # the agent the tests run
+    # What every agent's sandbox needs (docs/security.md): bwrap, pasta for its own
+    # network, and the non-dumpable library built where the bridge is installed.
+    assert re.search(r"apt-get install[^\n]*bubblewrap[^&]*passt", text)
+    assert "python -m bridge.rpc.nodump" in text
