@@ -11,6 +11,7 @@ secret) are checked by the settings themselves and reported the same way.
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from adapters.slack.settings import SlackSettings
@@ -54,6 +55,11 @@ def telegram_settings(
         # A [telegram] table (or a TELEGRAM_* setting) without its token is a half-done setup.
         problems.append("TELEGRAM_BOT_TOKEN (environment): not set, but Telegram is configured")
         return None
+    if section.webhook_url and not section.webhook_secret:
+        # A secret of this start's own: setWebhook hands it to Telegram at every start,
+        # so no earlier secret (one an agent might have seen) is ever taken again.
+        # Frontends sharing one webhook must set theirs (docs/configuration.md).
+        section = section.model_copy(update={"webhook_secret": secrets.token_urlsafe(32)})
     return settings_from(TelegramSettings, section, problems, "telegram", TELEGRAM_ONLY)
 
 

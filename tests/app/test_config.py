@@ -187,12 +187,6 @@ BROKEN: list[tuple[str, str, dict[str, str], list[str]]] = [
         ['chats."tg:1".agent_command', "shell command"],
     ),
     (
-        "webhook without its secret",
-        '[telegram]\nwebhook_url = "https://bot.example/tg"\n',
-        {"TELEGRAM_BOT_TOKEN": "1:abc"},
-        ["TELEGRAM_WEBHOOK_SECRET"],
-    ),
-    (
         "webhook secret in the file",
         '[telegram]\nwebhook_secret = "x"\n',
         {"TELEGRAM_BOT_TOKEN": "1:abc"},
@@ -714,6 +708,21 @@ def test_a_platform_section_holds_exactly_its_settings_fields(
     # would be silently left at its default.
     fields = {f.name for f in dataclasses.fields(settings)}  # type: ignore[arg-type]
     assert set(section.model_fields) - file_only == fields
+
+
+def test_a_webhook_without_a_configured_secret_gets_a_new_one_at_every_start(
+    tmp_path: Path,
+) -> None:
+    env = {**BASE_ENV, "TELEGRAM_BOT_TOKEN": "1:a", "TELEGRAM_ALLOWED_USERS": "1"}
+    env["TELEGRAM_WEBHOOK_URL"] = "https://bot.example/hook"
+    first, second = (load_config(env, cwd=tmp_path).telegram for _ in range(2))
+    assert first is not None and second is not None
+    assert first.webhook_secret and second.webhook_secret
+    assert len(first.webhook_secret) >= 32
+    assert first.webhook_secret != second.webhook_secret
+    configured = load_config({**env, "TELEGRAM_WEBHOOK_SECRET": "set-by-me"}, cwd=tmp_path)
+    assert configured.telegram is not None
+    assert configured.telegram.webhook_secret == "set-by-me"
 
 
 def test_a_webhook_without_its_secret_is_refused_by_the_settings_themselves() -> None:
