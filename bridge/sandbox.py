@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from bridge.hidden import hidden_paths
 from bridge.options import SandboxMode, safe_name
+from bridge.projectcode import masks
 from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.sandbox import Bind, Sandbox
@@ -171,6 +172,7 @@ def contain(
         hidden=tuple(p for p in hidden if p.is_dir()),
         hidden_files=tuple(p for p in hidden if p.exists() and not p.is_dir()),
         binds=binds,
+        masks=masks(spec.cwd, options.data_dir),
         network=policy.network,
         pasta=shutil.which("pasta") if policy.network == "isolated" else None,
         host_ports=policy.host_ports,

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bridge.options import SandboxOptions
+from bridge.sandbox import home_of
 from tests.support.agents import llm_ports
-from tests.support.bridge_harness import options, running_bridge
+from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
 
 if TYPE_CHECKING:
@@ -129,3 +130,46 @@ async def test_no_tool_reaches_pis_pipes_memory_or_environment(
         assert seen[target]["stdout"] != "pipe", (target, seen)
     ways_in = ("environ", "mem", "ptrace", "pidfd_getfd", "stdin", "stdout")
     assert seen["pi"] == dict.fromkeys(ways_in, "denied"), seen
+
+
+# pi loads the extensions in `<cwd>/.pi/extensions` (and those a `<cwd>/.pi/settings.json`
+# names) into its own process at start, and the agent writes its cwd: planted there, an
+# extension would run inside pi at the next start, where no sandbox separates it from
+# pi's pipes. This one leaves a mark in the agent's home when it loads.
+PLANTED = """
+import { writeFileSync } from "node:fs";
+export default function () {
+  writeFileSync(`${process.env.HOME}/planted-ran`, "yes");
+}
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.agent
+async def test_an_extension_planted_in_the_workspace_never_loads_into_pi(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome, version: str
+) -> None:
+    (tmp_path / "planted.ts").write_text(PLANTED)
+    plant = (
+        "mkdir -p .pi/extensions && cp {src} .pi/extensions/planted.ts"
+        ' && printf \'{{"extensions": ["%s/planted-too.ts"]}}\' "$PWD" > .pi/settings.json'
+        " && cp {src} planted-too.ts && echo planted"
+    ).format(src=tmp_path / "planted.ts")
+    fake_llm.add(
+        "PLANT", Reply(tool_calls=[ToolCall("bash", {"command": plant})]), Reply(text="Planted.")
+    )
+    fake_llm.add("AGAIN", Reply(text="Started again."))
+    sandbox = SandboxOptions(read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()))
+    opts = options(tmp_path / "data", agent_home.argv(version), agent_home.env())
+    opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
+    async with running_bridge(opts) as harness:
+        await harness.say("PLANT an extension")
+        await harness.shown("Planted.")
+    workspace = opts.workspace(KEY)
+    assert (workspace / ".pi" / "extensions" / "planted.ts").exists()
+    async with running_bridge(opts) as harness:  # a new bridge: the agent starts anew
+        await harness.say("AGAIN, please")
+        await harness.shown("Started again.")
+    assert not (home_of(opts, KEY) / "planted-ran").exists()
+    # The person's own files are untouched: only pi does not load them.
+    assert (workspace / ".pi" / "extensions" / "planted.ts").exists()

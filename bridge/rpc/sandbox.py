@@ -73,6 +73,7 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()  # directories, covered by an empty tmpfs
     hidden_files: tuple[Path, ...] = ()  # files, covered by /dev/null
     binds: tuple[Bind, ...] = ()  # read-only binds elsewhere (the operator's extensions)
+    masks: tuple[Bind, ...] = ()  # read-only covers mounted last (bridge/projectcode.py)
     network: Network = "host"
     pasta: str | None = None  # the pasta executable, for network "isolated"
     host_ports: tuple[int, ...] = ()  # host loopback TCP ports an isolated agent reaches
@@ -95,6 +96,8 @@ def bwrap_argv(sandbox: Sandbox, cwd: Path, command: list[str]) -> list[str]:
         argv += _mount(kind, source, target)
     for hidden in sandbox.hidden:  # last: the mount points inside had to be made first
         argv += ["--remount-ro", str(hidden)]
+    for mask in sandbox.masks:  # after everything: no writable bind may lift one
+        argv += ["--ro-bind", str(mask.source), str(mask.target)]
     if sandbox.preload is not None:
         argv += ["--setenv", "LD_PRELOAD", str(sandbox.preload)]
     return [*argv, "--chdir", str(cwd), "--", *STDIO_SHIM, *command]
