@@ -416,3 +416,44 @@ async def test_only_a_listed_port_of_the_hosts_loopback_is_reached_unless_on_the
             tg.cancel_scope.cancel()
     assert (code == 0) is reached
     assert (received == [b"hi"]) is reached
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("mode", "reached"), [("off", True), ("bwrap", False)])
+async def test_the_systems_sockets_under_run_are_out_of_a_sandboxed_agents_reach(
+    tmp_path: Path, mode: str, reached: bool
+) -> None:
+    # Read-only mounts do not stop connect(): a root agent would pass the permission
+    # check of a root-only socket such as Docker's. Here a stand-in for one.
+    run = Path("/run")
+    if not os.access(run, os.W_OK):
+        pytest.skip("needs a /run this user can create a socket in (as in CI, root)")
+    path = run / f"pi-bridge-test-{os.getpid()}-{mode}.sock"
+    dial = (
+        f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); s.send(b'hi')"
+    )
+    opts = options(tmp_path, mode=mode)
+    spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=[sys.executable, "-c", dial])
+    received: list[bytes] = []
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            received.append(await stream.receive())
+
+    try:
+        async with (
+            await anyio.create_unix_listener(path) as listener,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(listener.serve, serve)
+            process = await spawn(spec)
+            with anyio.fail_after(20):
+                code = await process.wait()
+                while reached and not received:  # noqa: ASYNC110 (the server records it)
+                    await anyio.sleep(0.01)
+            await terminate_group(process)
+            tg.cancel_scope.cancel()
+    finally:
+        path.unlink(missing_ok=True)
+    assert (code == 0) is reached
+    assert (received == [b"hi"]) is reached
