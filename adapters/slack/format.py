@@ -9,13 +9,28 @@ opaque token as the value. Every message also carries a `text` fallback, shown
 in notifications. Limits: api.slack.com/reference/block-kit/blocks. A native
 stream's content goes as chunks (`chunks`): markdown text and task cards
 (docs.slack.dev/messaging/sending-and-scheduling-messages#text-streaming).
+
+The Markdown is the agent's, and a prompt injection may write it: it is shown, never
+obeyed. Slack's reference does not say whether a markdown block acts on mrkdwn's
+controls (`<!here>`, `<!channel>`, `<!everyone>`, `<!subteam^…>`, `<@U…>`, `<#C…>`,
+`<url|label>`) or on a bare `@here`, so what is sent holds either way. A block gets
+`disarmed` Markdown (bridge/render/textbits.py: in text `<`, `>` and `&` become
+entities, raw HTML shows as written, a link shows its address, "@" is parted from a
+name), and in code, which is shown verbatim, each control is broken by a WORD JOINER
+after its "<" (`_guarded`), and so is a broadcast's "@". A stream gets its Markdown a
+piece at a time, cut anywhere, so only what holds without context (`streamed`): the
+controls and broadcasts broken, a piece never ending in a "<" or "@" that the next
+piece could complete, and link syntax broken apart (`](`, a reference definition) so
+a link shows as written, address and all.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from adapters.slack.convert import ACTION_PREFIX
+from bridge.render.textbits import WORD_JOINER, disarmed
 from bridge.textsplit import split_text
 
 if TYPE_CHECKING:
@@ -35,10 +50,41 @@ TASK_FIELD_MAX = 256  # a task_update chunk's title and output
 
 Block = dict[str, Any]
 
+# mrkdwn's controls (docs.slack.dev/messaging/formatting-message-text): a special
+# mention, a user, a channel, a labelled link.
+_CONTROL = re.compile(r"<(?=[!@#]|[A-Za-z][\w+.-]*:[^\s<>]*\|)")
+_BROADCASTS = ("here", "channel", "everyone")
+_BROADCAST = re.compile(rf"(?<!\w)@(?=(?:{'|'.join(_BROADCASTS)})\b)", re.IGNORECASE)
+# The end of a stream piece that the next piece could make a control or a broadcast.
+_OPEN_END = re.compile(rf"<(?!{WORD_JOINER})[^\s<>]*$|(?<!\w)@(\w*)$")
+_INLINE_LINK = re.compile(r"\](?=\()")
+_DEFINITION = re.compile(r"^( {0,3}\[[^\]\n]*\])(?=:)", re.MULTILINE)
+
 
 def format_markdown(markdown: str, limit: int) -> list[str]:
-    """Markdown split into messages that each fit one markdown block."""
-    return split_text(markdown, max(1, min(limit, MARKDOWN_BLOCK_MAX)))
+    """Markdown split into messages whose markdown block (`shown`) fits."""
+    limit = max(1, min(limit, MARKDOWN_BLOCK_MAX))
+    out: list[str] = []
+    pending = split_text(markdown, limit)[::-1]  # a stack: the next piece is last
+    while pending:
+        piece = pending.pop()
+        size = len(shown(piece))
+        if size <= limit or len(piece) <= 1:
+            out.append(piece)
+        else:  # entities made it longer: split it again, smaller
+            pending.extend(split_text(piece, max(1, len(piece) * limit // size - 1))[::-1])
+    return out
+
+
+def shown(markdown: str) -> str:
+    """The agent's Markdown as a markdown block gets it: shown, not obeyed."""
+    return _guarded(disarmed(markdown))
+
+
+def streamed(markdown: str) -> str:
+    """A piece of a stream's Markdown, cut anywhere: what holds without its context."""
+    unlinked = _DEFINITION.sub(rf"\1{WORD_JOINER}", _INLINE_LINK.sub("]" + WORD_JOINER, markdown))
+    return _closed(_guarded(unlinked))
 
 
 def message_blocks(text: str, markup: Markup, buttons: Keyboard) -> tuple[str, list[Block]]:
@@ -46,7 +92,7 @@ def message_blocks(text: str, markup: Markup, buttons: Keyboard) -> tuple[str, l
     actions = action_blocks(buttons)
     room = MAX_BLOCKS - len(actions)
     if markup == "formatted" and text.strip():
-        body: list[Block] = [{"type": "markdown", "text": text}]
+        body: list[Block] = [{"type": "markdown", "text": shown(text)}]
     else:
         body = [_section(piece) for piece in split_text(text, SECTION_TEXT_MAX)[:room]]
     if not body and not actions:
@@ -57,12 +103,14 @@ def message_blocks(text: str, markup: Markup, buttons: Keyboard) -> tuple[str, l
 def chunks(markdown: str, tasks: Sequence[Task] = ()) -> list[Block]:
     """A stream's content: the Markdown, then a task_update chunk per card. Always
     chunks, never `markdown_text`: Slack refuses a stream that mixes the two ways."""
-    content: list[Block] = [{"type": "markdown_text", "text": markdown}] if markdown else []
+    content: list[Block] = (
+        [{"type": "markdown_text", "text": streamed(markdown)}] if markdown else []
+    )
     for task in tasks:
         card: Block = {"type": "task_update", "id": task.id, "status": task.status}
-        card["title"] = task.title[:TASK_FIELD_MAX] or "tool"
+        card["title"] = _guarded(task.title)[:TASK_FIELD_MAX] or "tool"
         if task.output.strip():
-            card["output"] = task.output[-TASK_FIELD_MAX:]
+            card["output"] = _guarded(task.output)[-TASK_FIELD_MAX:]
         content.append(card)
     return content
 
@@ -70,7 +118,7 @@ def chunks(markdown: str, tasks: Sequence[Task] = ()) -> list[Block]:
 def fallback_text(text: str) -> str:
     # The fallback is read as mrkdwn, where &, < and > are control characters.
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return escaped[:MESSAGE_TEXT_MAX] or EMPTY
+    return _BROADCAST.sub("@" + WORD_JOINER, escaped)[:MESSAGE_TEXT_MAX] or EMPTY
 
 
 def action_blocks(buttons: Keyboard) -> list[Block]:
@@ -98,3 +146,19 @@ def _section(text: str) -> Block:
 def _label(label: str) -> str:
     label = label.strip() or EMPTY
     return label if len(label) <= BUTTON_LABEL_MAX else label[: BUTTON_LABEL_MAX - 1] + "…"
+
+
+def _guarded(text: str) -> str:
+    """`text` with each mrkdwn control and broadcast broken by a WORD JOINER."""
+    return _BROADCAST.sub("@" + WORD_JOINER, _CONTROL.sub("<" + WORD_JOINER, text))
+
+
+def _closed(piece: str) -> str:
+    """`piece` with a "<", or an "@" starting a broadcast's name, at its end parted
+    from what the next piece may add."""
+    end = _OPEN_END.search(piece)
+    if end is None or (
+        end[1] is not None and not any(w.startswith(end[1].lower()) for w in _BROADCASTS)
+    ):
+        return piece
+    return piece[: end.start() + 1] + WORD_JOINER + piece[end.start() + 1 :]

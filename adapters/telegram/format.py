@@ -4,6 +4,13 @@ Conversion is telegramify-markdown's (a maintained CommonMark → MarkdownV2
 converter: it escapes every reserved character, so Telegram's "can't parse
 entities" should not happen; if it does the outbox resends the plain fallback).
 
+The Markdown is the agent's, and a prompt injection may write it: it is shown, never
+obeyed. `disarmed` (bridge/render/textbits.py) runs first, so text that looks like a
+tag arrives as written (the converter drops raw HTML), a link shows its address, and
+an @username is not one Telegram would turn into a mention. The converter's entities
+are then held to that (`_inert`): only formatting, and links whose text is their own
+http(s) address; never a `text_mention`, a `tg://` link or a custom emoji.
+
 Splitting happens on the Markdown source (`bridge.textsplit.split_text`: at
 paragraphs, then lines, closing and reopening code fences), so each message
 renders on its own and the renderer's plain fallback pieces line up one to one.
@@ -19,12 +26,30 @@ from typing import TYPE_CHECKING
 import telegramify_markdown
 from telegram.constants import MessageLimit
 
+from bridge.render.textbits import disarmed
 from bridge.textsplit import split_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from telegramify_markdown import MessageEntity
+
 MAX_TEXT = int(MessageLimit.MAX_TEXT_LENGTH)
+# The entities agent text may carry (Bot API MessageEntity types): formatting only.
+_FORMATTING = frozenset(
+    {
+        "bold",
+        "italic",
+        "underline",
+        "strikethrough",
+        "spoiler",
+        "code",
+        "pre",
+        "blockquote",
+        "expandable_blockquote",
+    }
+)
+_WEB = ("http://", "https://")
 
 
 def utf16_len(text: str) -> int:
@@ -33,8 +58,10 @@ def utf16_len(text: str) -> int:
 
 
 def to_markdown_v2(markdown: str) -> str:
-    """One piece of Markdown as MarkdownV2 (no length check)."""
-    return telegramify_markdown.markdownify(markdown).strip()
+    """One piece of Markdown as MarkdownV2 (no length check); the converter reads `$…$`
+    as math, and so does the pass before it."""
+    text, entities = telegramify_markdown.convert(disarmed(markdown, math=True))
+    return telegramify_markdown.entities_to_markdownv2(text, _inert(text, entities)).strip()
 
 
 def format_markdown(markdown: str, limit: int = MAX_TEXT) -> list[str]:
@@ -63,3 +90,19 @@ def _fit(text: str, limit: int, render: Callable[[str], str]) -> list[str]:
             raise ValueError(f"one character renders longer than {limit}")
         pending.extend(split_text(source, smaller)[::-1])
     return out
+
+
+def _inert(text: str, entities: list[MessageEntity]) -> list[MessageEntity]:
+    """The entities that only format: a link stays one only when it shows its own
+    http(s) address."""
+    units = text.encode("utf-16-le", "surrogatepass")  # offsets count UTF-16 units
+
+    def shown(entity: MessageEntity) -> str:
+        start, end = entity.offset * 2, (entity.offset + entity.length) * 2
+        return units[start:end].decode("utf-16-le", "surrogatepass")
+
+    def link(entity: MessageEntity) -> bool:
+        url = entity.url or ""
+        return entity.type == "text_link" and url.startswith(_WEB) and shown(entity) == url
+
+    return [e for e in entities if e.type in _FORMATTING or link(e)]

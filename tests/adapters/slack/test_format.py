@@ -37,7 +37,8 @@ def test_a_cut_code_fence_is_closed_and_reopened() -> None:
 
 def test_formatted_text_goes_in_a_markdown_block_with_an_escaped_fallback() -> None:
     fallback, blocks = message_blocks("a <b> & **c**", "formatted", ())
-    assert blocks == [{"type": "markdown", "text": "a <b> & **c**"}]
+    # Shown as written, never read as a tag (tests/adapters/slack/test_agent_text.py).
+    assert blocks == [{"type": "markdown", "text": "a &lt;b&gt; &amp; **c**"}]
     assert fallback == "a &lt;b&gt; &amp; **c**"
 
 

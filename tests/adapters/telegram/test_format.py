@@ -21,7 +21,8 @@ def shown(piece: str) -> str:
 def test_markdown_becomes_markdown_v2_that_telegram_parses() -> None:
     [piece] = format_markdown("**Done** in 1.5 s! See [docs](https://example.org/a_b).")
     assert piece.startswith("*Done*")
-    assert shown(piece) == "Done in 1.5 s! See docs."
+    # A link shows its address (tests/adapters/telegram/test_agent_text.py).
+    assert shown(piece) == "Done in 1.5 s! See docs (https://example.org/a_b)."
 
 
 def test_every_reserved_character_is_escaped() -> None:
