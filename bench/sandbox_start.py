@@ -1,16 +1,20 @@
 """What the sandbox costs an agent's start: with bwrap and without, in one run.
 
 Starts the project-installed pi agent (`.agents/bin/pi-<version>`) the way a
-conversation does, once with `PI_BRIDGE_SANDBOX=off` and once in its bwrap sandbox
-(the same `contain()` the bridge uses: private home, config copy, hidden data dir),
-alternating the two so that load on the machine falls on both alike, and times
+conversation does: with `PI_BRIDGE_SANDBOX=off`, in its bwrap sandbox on the host's
+network (`network = "host"`, the default before each agent had its own), and in its
+bwrap sandbox with its own network through pasta (`"isolated"`, the default); the
+same `contain()` the bridge uses (private home, config copy, hidden data dir, the
+non-dumpable preload). The three alternate so that load on the machine falls on all
+alike, and it times
 from spawn to the first `get_state` answer (the bridge waits for that before it
 sends a prompt). A second pair does the same for `/bin/true`, which exits at once:
 the floor of the start path itself (keeper, bwrap, namespaces, mounts), without
 node's own start-up.
 
 Run from the repository root: `.venv/bin/python bench/sandbox_start.py [--runs N]
-[--version 0.73.1]`. Prints medians, p90s and the ratio sandboxed/unsandboxed.
+[--version 0.73.1]`. Prints medians, p90s, the ratio sandboxed/unsandboxed and what the
+agent's own network adds (isolated/host).
 """
 
 from __future__ import annotations
@@ -39,10 +43,16 @@ from bridge.sandbox import contain
 ROOT = Path(__file__).resolve().parents[1]
 
 
+MODES = ("off", "host", "isolated")  # no sandbox; bwrap on the host's network; its own
+
+
 def options(data: Path, argv: tuple[str, ...], mode: str) -> BridgeOptions:
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(data / "operator")}
     env |= {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
-    sandbox = SandboxOptions(mode="bwrap" if mode == "bwrap" else "off")
+    if mode == "off":
+        sandbox = SandboxOptions(mode="off")
+    else:
+        sandbox = SandboxOptions(mode="bwrap", network="host" if mode == "host" else "isolated")
     return BridgeOptions(data_dir=data, agent=AgentOptions(argv=argv, env=env, sandbox=sandbox))
 
 
@@ -74,20 +84,23 @@ async def true_start(opts: BridgeOptions) -> float:
     return took
 
 
-def summary(name: str, off: list[float], on: list[float]) -> None:
+def summary(name: str, results: dict[str, list[float]]) -> None:
     def line(label: str, xs: list[float]) -> str:
         ordered = sorted(xs)
         p90 = ordered[int(0.9 * (len(ordered) - 1))]
-        return (
-            f"  {label:<6} median {statistics.median(xs) * 1000:8.1f} ms   p90 {p90 * 1000:8.1f} ms"
-        )
+        median = statistics.median(xs) * 1000
+        return f"  {label:<9} median {median:8.1f} ms   p90 {p90 * 1000:8.1f} ms"
 
-    print(f"{name} ({len(off)} starts each)")
-    print(line("off", off))
-    print(line("bwrap", on))
-    ratio = statistics.median(on) / statistics.median(off)
-    extra = (statistics.median(on) - statistics.median(off)) * 1000
-    print(f"  bwrap/off {ratio:.2f}  ({extra:+.1f} ms per start)")
+    def ratio(over: str, under: str) -> str:
+        a, b = statistics.median(results[over]), statistics.median(results[under])
+        return f"  {over}/{under} {a / b:.2f}  ({(a - b) * 1000:+.1f} ms per start)"
+
+    print(f"{name} ({len(results['off'])} starts each)")
+    for mode in MODES:
+        print(line(mode, results[mode]))
+    print(ratio("host", "off"))
+    print(ratio("isolated", "off"))
+    print(ratio("isolated", "host"))
 
 
 async def main() -> None:
@@ -107,12 +120,12 @@ async def main() -> None:
             ("/bin/true: the start path", true_start, args.runs * 4),
             (f"pi {args.version}: spawn to get_state", agent_start, args.runs),
         ):
-            results: dict[str, list[float]] = {"off": [], "bwrap": []}
-            await measure(options(data, argv, "bwrap"))  # warm the page cache for both
+            results: dict[str, list[float]] = {mode: [] for mode in MODES}
+            await measure(options(data, argv, "isolated"))  # warm the page cache for all
             for _ in range(runs):
-                for mode in ("off", "bwrap"):
+                for mode in MODES:
                     results[mode].append(await measure(options(data, argv, mode)))
-            summary(name, results["off"], results["bwrap"])
+            summary(name, results)
 
 
 if __name__ == "__main__":
