@@ -716,8 +716,10 @@ def test_a_webhook_without_a_configured_secret_gets_a_new_one_at_every_start(
     env = {**BASE_ENV, "TELEGRAM_BOT_TOKEN": "1:a", "TELEGRAM_ALLOWED_USERS": "1"}
     env["TELEGRAM_WEBHOOK_URL"] = "https://bot.example/hook"
     first, second = (load_config(env, cwd=tmp_path).telegram for _ in range(2))
-    assert first is not None and second is not None
-    assert first.webhook_secret and second.webhook_secret
+    assert first is not None
+    assert second is not None
+    assert first.webhook_secret
+    assert second.webhook_secret
     assert len(first.webhook_secret) >= 32
     assert first.webhook_secret != second.webhook_secret
     configured = load_config({**env, "TELEGRAM_WEBHOOK_SECRET": "set-by-me"}, cwd=tmp_path)
