@@ -390,12 +390,6 @@ def test_a_non_dumpable_process_keeps_its_environment_from_the_same_user(
 async def test_only_a_listed_port_of_the_hosts_loopback_is_reached_unless_on_the_host(
     tmp_path: Path, network: Network, listed: bool, reached: bool
 ) -> None:
-    received: list[bytes] = []
-
-    async def serve(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            received.append(await stream.receive())
-
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
         dial = f"import socket; socket.create_connection(('127.0.0.1', {port}), 5).send(b'hi')"
@@ -404,18 +398,31 @@ async def test_only_a_listed_port_of_the_hosts_loopback_is_reached_unless_on_the
         sandbox = dataclasses.replace(opts.agent.sandbox, network=network, host_ports=ports)
         opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
         spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=[sys.executable, "-c", dial])
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, serve)
-            process = await spawn(spec)
-            with anyio.fail_after(20):
-                code = await process.wait()
-                if reached:
-                    while not received:  # noqa: ASYNC110 (the server task records it)
-                        await anyio.sleep(0.01)
-            await terminate_group(process)
-            tg.cancel_scope.cancel()
+        code, received = await dialled(listener, spec, reached)
     assert (code == 0) is reached
     assert (received == [b"hi"]) is reached
+
+
+async def dialled(
+    listener: anyio.abc.Listener[anyio.abc.SocketStream], spec: AgentSpec, reached: bool
+) -> tuple[int | None, list[bytes]]:
+    """Run `spec` (which dials `listener` and says "hi"): its exit code, what arrived."""
+    received: list[bytes] = []
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            received.append(await stream.receive())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        process = await spawn(spec)
+        with anyio.fail_after(20):
+            code = await process.wait()
+            while reached and not received:  # noqa: ASYNC110 (the server task records it)
+                await anyio.sleep(0.01)
+        await terminate_group(process)
+        tg.cancel_scope.cancel()
+    return code, received
 
 
 @pytest.mark.anyio
@@ -434,25 +441,9 @@ async def test_the_systems_sockets_under_run_are_out_of_a_sandboxed_agents_reach
     )
     opts = options(tmp_path, mode=mode)
     spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=[sys.executable, "-c", dial])
-    received: list[bytes] = []
-
-    async def serve(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            received.append(await stream.receive())
-
     try:
-        async with (
-            await anyio.create_unix_listener(path) as listener,
-            anyio.create_task_group() as tg,
-        ):
-            tg.start_soon(listener.serve, serve)
-            process = await spawn(spec)
-            with anyio.fail_after(20):
-                code = await process.wait()
-                while reached and not received:  # noqa: ASYNC110 (the server records it)
-                    await anyio.sleep(0.01)
-            await terminate_group(process)
-            tg.cancel_scope.cancel()
+        async with await anyio.create_unix_listener(path) as listener:
+            code, received = await dialled(listener, spec, reached)
     finally:
         path.unlink(missing_ok=True)
     assert (code == 0) is reached
