@@ -24,9 +24,10 @@ listed) once bwrap has made it (`--info-fd` tells the keeper where, `--block-fd`
 the agent back until it is ready); "host" shares the host's (`--share-net`); "off"
 leaves the agent with a loopback of its own and nothing else. Capabilities are dropped
 (a root agent keeps uid 0 but gets no capability back on exec: bwrap also sets
-no_new_privs), and the sandbox dies
-with its parent, the keeper. No `--new-session`: the agent must stay in the process
-group the bridge signals as a whole.
+no_new_privs), and the sandbox dies with its parent, the keeper. No `--new-session`:
+the agent must stay in the process group the bridge signals as a whole. pi's project
+code in the workspace is covered last (`masks`, bridge/projectcode.py), so that no
+writable bind can lift a cover.
 
 No tool reaches pi's pipes (docs/security.md, "No tool reaches pi"): the agent is
 preloaded with the library that makes it non-dumpable (`--setenv LD_PRELOAD`, for the
