@@ -1,12 +1,13 @@
 """An agent has a network of its own: the bridge's ports are out of its reach.
 
-`pi-bridge run` as a process, Telegram in webhook mode, the metrics endpoint on, a real
-redis-server on the host's loopback, and a real agent whose bash tool probes them all,
-then leaves a process behind that holds the webhook's port. With the default isolated
+`pi-bridge run` as a process, Telegram in webhook mode, Slack in HTTP mode, the metrics
+endpoint on, a real redis-server on the host's loopback, and a real agent whose bash
+tool probes them all, then leaves a process behind that holds the webhook's port.
+With the default isolated
 network it reaches none of them (only the fake LLM, the port the operator listed), and
 the bridge, restarted while that process still runs (its agent detached, as
 `on_stop = "detach"` keeps them), takes its webhook port again and answers. With
-`network = "host"`, kept on purpose, the agent reaches all three.
+`network = "host"`, kept on purpose, the agent reaches them all.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
 from tests.support.fake_llm import Reply, ToolCall
+from tests.support.fake_slack import ALICE, FakeSlack
 from tests.support.fake_telegram import SECRET, TOKEN, FakeTelegram
 from tests.support.loopback import free_port, until
 from tests.support.redis_server import RedisServer, redis_server_bin
@@ -53,17 +55,18 @@ async def test_an_agent_reaches_no_port_of_the_bridge_and_cannot_take_the_webhoo
 ) -> None:
     if redis_server_bin() is None:
         pytest.skip("redis-server is not installed")
-    hook, metrics = free_port(), free_port()
+    hook, metrics, slack_http = free_port(), free_port(), free_port()
     with RedisServer(tmp_path / "redis") as redis:
-        ports = {"webhook": hook, "metrics": metrics, "redis": redis.port}
+        ports = {"webhook": hook, "metrics": metrics, "slack": slack_http, "redis": redis.port}
         look = Reply(tool_calls=[ToolCall("bash", {"command": probe(ports)})])
         fake_llm.add("PROBE", look, Reply(text="Probed."))
         fake_llm.add("AGAIN", Reply(text="Here again."))
-        async with FakeTelegram() as telegram:
+        events = f"http://127.0.0.1:{slack_http}/slack/events"
+        async with FakeTelegram() as telegram, FakeSlack(events_url=events) as slack:
             env = cli_env(
                 tmp_path,
                 agent_home,
-                PI_BRIDGE_CONFIG=write_config(tmp_path, "[telegram]\n"),
+                PI_BRIDGE_CONFIG=write_config(tmp_path, '[slack]\nhttp_host = "127.0.0.1"\n'),
                 PI_BRIDGE_NETWORK=network,
                 PI_BRIDGE_ON_STOP="detach",  # the agent and what it left outlive the bridge
                 PI_BRIDGE_APPROVALS="off",
@@ -75,6 +78,11 @@ async def test_an_agent_reaches_no_port_of_the_bridge_and_cannot_take_the_webhoo
                 TELEGRAM_WEBHOOK_URL=f"http://127.0.0.1:{hook}/telegram/hook",
                 TELEGRAM_WEBHOOK_SECRET=SECRET,
                 TELEGRAM_WEBHOOK_PORT=str(hook),
+                SLACK_BOT_TOKEN=slack.bot_token,
+                SLACK_API_BASE_URL=slack.base_url,
+                SLACK_ALLOWED_USERS=ALICE,
+                SLACK_SIGNING_SECRET=slack.signing_secret,
+                SLACK_HTTP_PORT=str(slack_http),
             )
             try:
                 async with bridge_process(tmp_path, env, "first.log") as process:
@@ -86,14 +94,9 @@ async def test_an_agent_reaches_no_port_of_the_bridge_and_cannot_take_the_webhoo
                 tool = next(
                     str(r.messages) for r in fake_llm.requests if "held=" in str(r)
                 ).replace("\\n", "\n")
-                seen = dict(re.findall(r"\b(webhook|metrics|redis|held)=([a-z]+)", tool))
+                seen = dict(re.findall(r"\b(webhook|metrics|slack|redis|held)=([a-z]+)", tool))
                 expected = "refused" if network == "isolated" else "reached"
-                assert seen == {
-                    "webhook": expected,
-                    "metrics": expected,
-                    "redis": expected,
-                    "held": "yes",
-                }
+                assert seen == dict.fromkeys(ports, expected) | {"held": "yes"}
                 if network == "host":
                     return  # on the host's network the holder has the port: on purpose
                 telegram.webhook = ""
