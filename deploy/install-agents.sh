@@ -23,6 +23,7 @@ python="${PYTHON:-$repo_root/.venv/bin/python}"
 agents=(
     "0.73.1|@mariozechner/pi-coding-agent|20.6.0|--version|0.73.1"
     "0.87.1|@earendil-works/pi-coding-agent|22.19.0|--version|0.87.1"
+    "1.5.2|@earendil-works/pi-coding-agent|22.19.0|--version|1.5.2"
     "0.13.2|@mariozechner/pi-coding-agent|20.6.0|--help|--mode <mode>"
 )
 default_version="0.73.1"

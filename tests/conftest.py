@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.agents import (
     AGENT_VERSIONS,
+    CONTAINMENT_VERSIONS,
     SETUP_HINT,
     agent_bin,
     agent_installed,
@@ -36,6 +37,13 @@ def require_agent(version: str) -> None:
 @pytest.fixture(params=AGENT_VERSIONS)
 def version(request: pytest.FixtureRequest) -> str:
     """Each pinned agent version in turn (a test asking for it runs once per agent)."""
+    require_agent(request.param)
+    return str(request.param)
+
+
+@pytest.fixture(params=CONTAINMENT_VERSIONS)
+def containment_version(request: pytest.FixtureRequest) -> str:
+    """Each agent version the containment tests must hold on (the pinned ones and newer)."""
     require_agent(request.param)
     return str(request.param)
 

@@ -109,13 +109,13 @@ def reach(llm: FakeLLM) -> dict[str, dict[str, str]]:
 @pytest.mark.agent
 @pytest.mark.parametrize("mode", ["bwrap", "off"])
 async def test_no_tool_reaches_pis_pipes_memory_or_environment(
-    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome, version: str, mode: str
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome, containment_version: str, mode: str
 ) -> None:
     (tmp_path / "probe.py").write_text(PROBE)
     command = f"python3 - < {tmp_path / 'probe.py'}"
     probe = Reply(tool_calls=[ToolCall("bash", {"command": command})])
     fake_llm.add("REACH", probe, Reply(text="Reached."))
-    opts = options(tmp_path / "data", agent_home.argv(version), agent_home.env())
+    opts = options(tmp_path / "data", agent_home.argv(containment_version), agent_home.env())
     sandbox = SandboxOptions(read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()))
     if mode == "off":
         sandbox = SandboxOptions(mode="off")
@@ -147,7 +147,7 @@ export default function () {
 @pytest.mark.anyio
 @pytest.mark.agent
 async def test_an_extension_planted_in_the_workspace_never_loads_into_pi(
-    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome, version: str
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome, containment_version: str
 ) -> None:
     (tmp_path / "planted.ts").write_text(PLANTED)
     plant = (
@@ -160,7 +160,7 @@ async def test_an_extension_planted_in_the_workspace_never_loads_into_pi(
     )
     fake_llm.add("AGAIN", Reply(text="Started again."))
     sandbox = SandboxOptions(read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()))
-    opts = options(tmp_path / "data", agent_home.argv(version), agent_home.env())
+    opts = options(tmp_path / "data", agent_home.argv(containment_version), agent_home.env())
     opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
     async with running_bridge(opts) as harness:
         await harness.say("PLANT an extension")

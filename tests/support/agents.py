@@ -28,10 +28,13 @@ AGENT_VERSIONS = ("0.73.1", "0.87.1")  # the current RPC protocol
 LEGACY_VERSION = "0.13.2"  # the old protocol: prompt/abort/compact only, no responses
 DEFAULT_VERSION = "0.73.1"
 ALL_VERSIONS = (*AGENT_VERSIONS, LEGACY_VERSION)
+# The containment tests (tests/test_tool_reach.py) also hold on the newest agent.
+CONTAINMENT_VERSIONS = (*AGENT_VERSIONS, "1.5.2")
 
 PACKAGES = {
     "0.73.1": "@mariozechner/pi-coding-agent",
     "0.87.1": "@earendil-works/pi-coding-agent",
+    "1.5.2": "@earendil-works/pi-coding-agent",
     "0.13.2": "@mariozechner/pi-coding-agent",
 }
 
