@@ -50,6 +50,9 @@ class Counted:
         self.metrics.inbound[self.platform] += 1
         await self.bridge.handle(inbound)
 
+    def undecodable(self) -> None:
+        self.bridge.undecodable()
+
 
 @dataclass
 class Metrics:
@@ -88,6 +91,12 @@ class Metrics:
             "counter",
             "Platform updates handed to the bridge (before admission).",
             [(_labels(platform=p), self.inbound[p]) for p, _ in bridges],
+        )
+        family(
+            "pi_bridge_undecodable_updates_total",
+            "counter",
+            "Platform updates skipped (and confirmed) because they could not be read.",
+            [(_labels(platform=p), b.services.stats.undecodable) for p, b in bridges],
         )
         family(
             "pi_bridge_platform_calls_total",

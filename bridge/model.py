@@ -303,6 +303,10 @@ class InboundHandler(Protocol):
 
     async def handle(self, inbound: Inbound) -> None: ...
 
+    def undecodable(self) -> None:
+        """An update the runner could not read (the platform's library or our converter
+        failed on it) was confirmed to the platform and skipped."""
+
 
 class Formatter(Protocol):
     """Markdown → the platform's markup, split into messages of at most `limit`."""

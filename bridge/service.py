@@ -158,6 +158,10 @@ class Bridge:
         else:
             self._failed.pop(inbound.event_id, None)
 
+    def undecodable(self) -> None:
+        """The runner skipped an update it could not read (counted for the metrics)."""
+        self.services.stats.undecodable += 1
+
     def _tell_failed(self, inbound: Inbound) -> None:
         if inbound.press is not None:
             press = AnswerPress(inbound.press.press_id, GIVEN_UP, alert=True)

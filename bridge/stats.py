@@ -46,6 +46,7 @@ class Histogram:
 class Stats:
     runs_started: int = 0
     runs_ended: int = 0
+    undecodable: int = 0  # platform updates skipped because they could not be read
     events: Counter[str] = field(default_factory=Counter)  # agent events by class name
     inbound_to_agent: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
     dialog_answer: Histogram = field(default_factory=lambda: Histogram(ANSWER_BUCKETS))

@@ -19,8 +19,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 from telegram import Bot
 
-from adapters.slack.runner import serve as serve_slack
 from adapters.slack.settings import SlackSettings
+from adapters.slack.transport import serve as serve_slack
 from adapters.telegram.webhook import WebhookServer
 from bridge.httpserver import runner
 from bridge.metrics import Metrics, serve_metrics

@@ -98,3 +98,13 @@ async def test_a_process_of_role_all_renders_no_scale_families(tmp_path: Path) -
     # The bridge's histograms, through the same helper as the scale ones.
     assert kinds["pi_bridge_inbound_to_agent_seconds"] == "histogram"
     assert samples(text)['pi_bridge_dialog_answer_seconds_count{platform="telegram"}'] == 0
+
+
+async def test_an_update_skipped_as_undecodable_is_counted_per_platform(tmp_path: Path) -> None:
+    async with metrics_with_a_bridge(tmp_path, ScaleStats()) as metrics:
+        counted = metrics.counting("telegram", metrics.bridges["telegram"])
+        counted.undecodable()
+        counted.undecodable()
+        text = metrics.render()
+    assert samples(text)['pi_bridge_undecodable_updates_total{platform="telegram"}'] == 2
+    assert families(text)["pi_bridge_undecodable_updates_total"] == "counter"

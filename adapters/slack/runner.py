@@ -9,7 +9,10 @@ the form is unknown (a restart) or Slack refuses the modal, the plain press goes
 through and the bridge asks for the answer as a message. Redeliveries are
 dropped by `event_id` here and again by the bridge's store: Socket Mode marks
 first deliveries with `x-slack-retry-num: "0"`, so headers are no guide
-(PITFALLS.md). Closing Socket Mode can hang ~10 s, so it is bounded.
+(PITFALLS.md). How deliveries arrive (Socket Mode or HTTP) is transport.py's.
+
+A delivery bolt or a converter cannot read is acknowledged, counted and skipped
+(adapters/slack/transport.py, adapters/malformed.py), never delivered again.
 
 Here too, because they are Slack's notions: a sender's configured user groups are
 looked up and put on the inbound (the bridge admits and lets approve by them),
@@ -29,11 +32,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from aiohttp import web
-from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.malformed import counting_malformed
 from adapters.slack.adapter import LIMITS, SlackAdapter
 from adapters.slack.convert import (
     ACTION_PREFIX,
@@ -46,14 +48,13 @@ from adapters.slack.convert import (
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
+from adapters.slack.transport import acknowledging, serve
 from bridge.admission import ADMIT_TRIES, refusal, retry_delay, until_taken
-from bridge.httpserver import READ_TIMEOUT, runner
 from bridge.model import Attachment, PlatformError, Sender
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 
-    from anyio.abc import TaskStatus
     from slack_bolt.context.ack.async_ack import AsyncAck
 
     from adapters.slack.convert import Identity
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLOSE_TIMEOUT = 3.0  # Socket Mode close_async() can block ~10 s (PITFALLS.md)
 REMEMBERED = 10_000  # delivery ids and owned threads kept in memory
 PREFIXES = ("/", "!")  # Slack threads take "!stop": slash commands do not reach threads
 NOT_HERE = (
@@ -79,11 +79,12 @@ class Intake:
 
     `owns(key)` tells whether the bridge already has a conversation for a thread
     it has not seen in this process (e.g. after a restart); None: only threads
-    started here count."""
+    started here count. `undecodable` counts a payload a converter refused."""
 
     adapter: SlackAdapter
     me: Identity
     handle: Callable[[Inbound], Awaitable[None]]
+    undecodable: Callable[[], None]
     owns: Callable[[str], Awaitable[bool]] | None = None
     groups: UserGroups | None = None  # None: no user groups configured
     allowed_channels: Collection[str] | None = None  # None: every channel
@@ -94,6 +95,10 @@ class Intake:
     told: OrderedDict[str, None] = field(default_factory=OrderedDict)  # refused here
 
     async def on_event(self, body: Mapping[str, Any]) -> None:
+        with counting_malformed(self.undecodable):  # once, whichever converter refused it
+            await self._event(body)
+
+    async def _event(self, body: Mapping[str, Any]) -> None:
         if not _first(self.seen, str(body.get("event_id") or "")):
             return
         key = candidate_thread(body, self.me)
@@ -107,7 +112,8 @@ class Intake:
         await self._deliver(converted)
 
     async def on_action(self, body: Mapping[str, Any]) -> None:
-        converted = from_action(body, self.me)
+        with counting_malformed(self.undecodable):
+            converted = from_action(body, self.me)
         if converted is None or not _first(self.seen, converted.inbound.event_id):
             return
         if not await self._channel_allowed(converted.inbound):
@@ -120,7 +126,8 @@ class Intake:
         await self._deliver(converted)
 
     async def on_submission(self, body: Mapping[str, Any]) -> None:
-        converted = from_submission(body)
+        with counting_malformed(self.undecodable):
+            converted = from_submission(body)
         if converted is not None and _first(self.seen, converted.inbound.event_id):
             await self._deliver(converted)
 
@@ -268,7 +275,8 @@ def build_app(settings: SlackSettings, client: AsyncWebClient, intake: Intake) -
         await intake.on_submission(body)
 
     async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
-        task = from_command(body, intake.me)
+        with counting_malformed(intake.undecodable):
+            task = from_command(body, intake.me)
         if task is None:
             await ack(text=USAGE)  # shown to the user alone
             return
@@ -280,37 +288,8 @@ def build_app(settings: SlackSettings, client: AsyncWebClient, intake: Intake) -
     app.event("message")(on_event)
     app.action(re.compile("^" + re.escape(ACTION_PREFIX)))(on_action)
     app.view(CALLBACK_ID)(on_submission)
+    app.error(acknowledging(intake.undecodable))
     return app
-
-
-async def serve(
-    app: AsyncApp,
-    settings: SlackSettings,
-    *,
-    read_timeout: float = READ_TIMEOUT,
-    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    """Receive Slack traffic until cancelled (HTTP mode: each request whole within
-    `read_timeout`, see bridge/httpserver.py)."""
-    if settings.socket_mode:
-        handler = AsyncSocketModeHandler(app, settings.app_token)
-        try:
-            await handler.connect_async()  # type: ignore[no-untyped-call]
-            task_status.started()
-            await anyio.sleep_forever()
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-                await handler.close_async()  # type: ignore[no-untyped-call]
-        return
-    http = runner(app.web_app(path="/slack/events", port=settings.http_port), read_timeout)
-    await http.setup()
-    try:
-        await web.TCPSite(http, settings.http_host, settings.http_port).start()
-        task_status.started()
-        await anyio.sleep_forever()
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-            await http.cleanup()
 
 
 @contextlib.asynccontextmanager
@@ -329,6 +308,7 @@ async def slack_intake(
         adapter,
         await adapter.identity(),
         handler.handle,
+        handler.undecodable,
         owns,
         groups=UserGroups(adapter, groups) if groups else None,
         allowed_channels=settings.allowed_channels,
@@ -336,7 +316,7 @@ async def slack_intake(
     )
     app = build_app(settings, adapter.client, intake)
     async with anyio.create_task_group() as tg:
-        await tg.start(serve, app, settings)
+        await tg.start(functools.partial(serve, undecodable=intake.undecodable), app, settings)
         try:
             yield intake
         finally:

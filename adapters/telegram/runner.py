@@ -13,9 +13,13 @@ registers the bridge's commands, opens the bridge, and takes updates until `stop
   the update types, then `webhook.WebhookServer` serves the POSTs. The webhook is
   left set on stop (Telegram keeps queueing updates for the next start).
 
-Both hand each update to `Delivery` (convert, `bridge.handle()`; a photo goes along
-unfetched, for the bridge to fetch once the message is admitted). `handle()` only
-admits the message and returns (the agent's run goes on in the bridge's tasks).
+Both hand each update to `Delivery` as JSON (decode, convert, `bridge.handle()`; a
+photo goes along unfetched, for the bridge to fetch once the message is admitted).
+`handle()` only admits the message and returns (the agent's run goes on in the
+bridge's tasks). Updates are decoded one by one, not by PTB's `get_updates`, which
+fails a whole batch on one update it cannot read (`KeyError: 'inline_keyboard'` for a
+`reply_markup` of `{}`): such an update is logged, counted, confirmed and skipped
+(adapters/malformed.py), where it used to end polling, and the bridge, at every start.
 
 Shutdown is bounded: taking updates stops first (the webhook's queued updates are
 still handed over), then the bridge drains (it still sends through the bot), then
@@ -28,14 +32,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from typing import TYPE_CHECKING
+import warnings
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
 from telegram import Bot, BotCommand, Update
 from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
+from telegram.warnings import PTBUserWarning
 
+from adapters.malformed import counting_malformed, skip_unreadable
 from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
@@ -58,6 +65,11 @@ SHUTDOWN_TIMEOUT = 5.0  # the final offset confirmation and closing the HTTP cli
 DOWNLOAD_TIMEOUT = 30.0  # one photo (getFile + download, ≤ 20 MB by Bot API rules)
 ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0)  # seconds between failing polls
 HTTP_POOL = 16  # the outbox calls concurrently for different chats
+POLL_READ_TIMEOUT = 5.0  # a long poll may take its `timeout` and this much more
+
+# getUpdates goes through `do_api_request` on purpose (see `Poller.fetch`): PTB's advice
+# to call `get_updates` instead is heard.
+warnings.filterwarnings("ignore", "Please use 'Bot.getUpdates'", PTBUserWarning)
 
 # The command menu, from the bridge's one command registry.
 COMMANDS: tuple[tuple[str, str], ...] = tuple(REGISTRY.menu())
@@ -70,7 +82,7 @@ def make_bot(settings: TelegramSettings) -> Bot:
         base_url=settings.base_url,
         base_file_url=settings.base_file_url,
         request=request,
-        get_updates_request=HTTPXRequest(),
+        get_updates_request=HTTPXRequest(read_timeout=POLL_READ_TIMEOUT),
     )
 
 
@@ -113,7 +125,7 @@ async def _serve_polling(
     await _register_commands(bot)
     # The task group closes (polling stops) before the bridge drains.
     async with bridge_factory(adapter, bot.username) as bridge, anyio.create_task_group() as tg:
-        deliver = Delivery(bot, me, bridge.handle)
+        deliver = Delivery(bot, me, bridge.handle, bridge.undecodable)
 
         async def poll() -> None:
             # A new poller each time the gate opens: it starts from what Telegram has
@@ -150,7 +162,7 @@ async def _serve_webhook(
             secret=secret,
             host=settings.webhook_listen,
             port=settings.webhook_port,
-            deliver=Delivery(bot, me, bridge.handle),
+            deliver=Delivery(bot, me, bridge.handle, bridge.undecodable),
         )
         await tg.start(server.run)
         # Listening before setWebhook: Telegram may POST as soon as it is set.
@@ -170,22 +182,29 @@ async def _register_commands(bot: Bot) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Delivery:
-    """One update into the bridge: convert, `handle`.
+    """One update, as JSON, into the bridge: decode, convert, `handle`.
 
-    A file is not downloaded here: the inbound carries it as an `Attachment` that the
-    bridge fetches after admission, in the conversation's task (a stranger's photo is
-    never fetched, and no download holds up the update loop). Raises only
-    `AdmissionFailed` (the bridge's store failed: deliver the update again); any other
-    failure of one update is logged, not allowed to stop polling or the webhook.
+    An update PTB or the converter cannot read is logged and counted (`undecodable`),
+    and returns like a handled one, so it is confirmed. A file is not downloaded here:
+    the inbound carries it as an `Attachment` that the bridge fetches after admission,
+    in the conversation's task (a stranger's photo is never fetched, and no download
+    holds up the update loop). Raises only `AdmissionFailed` (the bridge's store
+    failed: deliver the update again); any other failure of one update is logged, not
+    allowed to stop polling or the webhook.
     """
 
     bot: Bot
     me: Me
     handle: Callable[[Inbound], Awaitable[None]]
+    undecodable: Callable[[], None]
 
-    async def __call__(self, update: Update) -> None:
+    async def __call__(self, raw: object) -> None:
+        update = self._decoded(raw)
+        if update is None:
+            return
         try:
-            incoming = convert(update.to_dict(), self.me)
+            with counting_malformed(self.undecodable):
+                incoming = convert(update.to_dict(), self.me)
             if incoming is None:
                 return
             inbound = incoming.inbound
@@ -204,6 +223,16 @@ class Delivery:
             raise
         except Exception:
             log.exception("update %s could not be delivered", update.update_id)
+
+    def _decoded(self, raw: object) -> Update | None:
+        """The update as PTB reads it; None (logged, counted) when it cannot."""
+        try:
+            if not isinstance(raw, dict):
+                raise TypeError(f"an update is an object, not {type(raw).__name__}")
+            return Update.de_json(raw, self.bot)
+        except Exception as exc:
+            skip_unreadable(f"telegram update {update_id(raw)}", exc, self.undecodable)
+            return None
 
     async def _download(self, file_id: str, cap: int) -> bytes:
         """The file, at most `cap` bytes: refused before downloading when getFile
@@ -249,9 +278,16 @@ TOO_BIG_FOR_THE_CLOUD = (
 )
 
 
+def update_id(raw: object) -> int | None:
+    """The update_id of an update as JSON, if it has one."""
+    found = raw.get("update_id") if isinstance(raw, dict) else None
+    return found if isinstance(found, int) else None
+
+
 @dataclasses.dataclass
 class Poller:
-    """getUpdates in a loop; `offset` moves past an update only once it is handled."""
+    """getUpdates in a loop; `offset` moves past an update only once it is handled
+    (or skipped as unreadable)."""
 
     bot: Bot
     me: Me
@@ -260,13 +296,11 @@ class Poller:
     confirmed: int | None = None
     _unconfirmed: dict[int, int] = dataclasses.field(default_factory=dict)  # id → tries
 
-    async def run(self, deliver: Callable[[Update], Awaitable[None]]) -> None:
+    async def run(self, deliver: Callable[[object], Awaitable[None]]) -> None:
         failures = 0
         while True:
             try:
-                updates = await self.bot.get_updates(
-                    offset=self.offset, timeout=self.timeout, allowed_updates=ALLOWED_UPDATES
-                )
+                updates = await self.fetch(self.timeout, allowed_updates=list(ALLOWED_UPDATES))
             except InvalidToken:
                 raise  # no retry can help
             except RetryAfter as exc:
@@ -282,21 +316,34 @@ class Poller:
             self.confirmed = self.offset
             await self._deliver_all(updates, deliver)
 
+    async def fetch(self, wait: int, **params: Any) -> Sequence[object]:
+        """getUpdates from `offset`, waiting up to `wait` s, as JSON: PTB's `get_updates`
+        would decode the batch and fail it whole on one update it cannot read
+        (`Delivery` decodes each)."""
+        params |= {"offset": self.offset, "timeout": wait}
+        found = await self.bot.do_api_request(
+            "getUpdates", api_kwargs=params, read_timeout=POLL_READ_TIMEOUT + wait
+        )
+        return found if isinstance(found, list) else []
+
     async def _deliver_all(
-        self, updates: Sequence[Update], deliver: Callable[[Update], Awaitable[None]]
+        self, updates: Sequence[object], deliver: Callable[[object], Awaitable[None]]
     ) -> None:
         """Each in turn; the offset stops before one the bridge could not take in, so
         the next getUpdates hands it out again (after a pause for the store)."""
         for update in updates:
+            number = update_id(update)
             try:
                 await deliver(update)
             except AdmissionFailed:
-                tries = self._unconfirmed.get(update.update_id, 0) + 1
-                self._unconfirmed[update.update_id] = tries
+                assert number is not None  # only a decoded update reaches the bridge
+                tries = self._unconfirmed.get(number, 0) + 1
+                self._unconfirmed[number] = tries
                 await anyio.sleep(retry_delay(tries))
                 return
-            self._unconfirmed.pop(update.update_id, None)
-            self.offset = update.update_id + 1
+            if number is not None:
+                self._unconfirmed.pop(number, None)
+                self.offset = number + 1
 
     async def confirm(self) -> None:
         """Tell Telegram what was handled (bounded: it is one more getUpdates)."""
@@ -304,7 +351,7 @@ class Poller:
             return
         with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
             try:
-                await self.bot.get_updates(offset=self.offset, timeout=0, limit=1)
+                await self.fetch(0, limit=1)
                 self.confirmed = self.offset
             except TelegramError as exc:
                 log.warning("could not confirm handled updates: %s", exc)

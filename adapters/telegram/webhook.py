@@ -10,6 +10,10 @@ Invariants:
   queue is full the answer is 503 and Telegram delivers the update again later.
 - An update_id seen recently is answered 200 and dropped (Telegram redelivers when
   an answer is late); the bridge's own dedupe by event id stays the guarantee.
+- An update is queued as JSON and decoded by the delivery: one PTB cannot read is
+  answered 200 like any other (Telegram would otherwise send it again and again) and
+  skipped there, counted. A body that is no JSON object with an update_id is no
+  update at all: 400.
 - `close()` stops taking requests, then the worker finishes what was queued.
 """
 
@@ -23,7 +27,6 @@ from urllib.parse import urlsplit
 
 import anyio
 from aiohttp import web
-from telegram import Update
 
 from bridge.admission import until_taken
 from bridge.httpserver import READ_TIMEOUT, runner
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
     from telegram import Bot
 
 log = logging.getLogger(__name__)
+
+Json = dict[str, Any]
 
 SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
 QUEUE_SIZE: Final = 256  # accepted, not yet handed to the bridge
@@ -53,7 +58,7 @@ class WebhookServer:
         secret: str,
         host: str,
         port: int,
-        deliver: Callable[[Update], Awaitable[None]],
+        deliver: Callable[[object], Awaitable[None]],
         read_timeout: float = READ_TIMEOUT,
     ) -> None:
         self.bot = bot
@@ -62,7 +67,7 @@ class WebhookServer:
         self.host, self.port = host, port
         self._secret = secret.encode()
         self._deliver = deliver
-        self._send, self._receive = anyio.create_memory_object_stream[Update](QUEUE_SIZE)
+        self._send, self._receive = anyio.create_memory_object_stream[Json](QUEUE_SIZE)
         self._recent: OrderedDict[int, None] = OrderedDict()
         self._runner: web.AppRunner | None = None
 
@@ -99,12 +104,14 @@ class WebhookServer:
         if not hmac.compare_digest(given, self._secret):
             return web.Response(status=403)
         try:
-            data: Any = await request.json()
-            update = Update.de_json(data, self.bot)
-        except Exception:  # not JSON, or not an update: Telegram never sends that
+            update: Any = await request.json()
+        except ValueError:
+            update = None
+        update_id = update.get("update_id") if isinstance(update, dict) else None
+        if not isinstance(update_id, int):  # Telegram never sends that
             log.warning("webhook: a request that is not an update was refused")
             return web.Response(status=400)
-        if update.update_id in self._recent:
+        if update_id in self._recent:
             return web.Response()
         try:
             self._send.send_nowait(update)
@@ -112,7 +119,7 @@ class WebhookServer:
             return web.Response(status=503)  # Telegram tries again later
         except anyio.ClosedResourceError:
             return web.Response(status=503)  # shutting down: the next run gets it
-        self._remember(update.update_id)
+        self._remember(update_id)
         return web.Response()
 
     def _remember(self, update_id: int) -> None:

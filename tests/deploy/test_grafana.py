@@ -30,6 +30,7 @@ ON_THE_DASHBOARD = {
     "pi_bridge_runs_finished_total",
     "pi_bridge_live_agents",
     "pi_bridge_inbound_messages_total",
+    "pi_bridge_undecodable_updates_total",
     "pi_bridge_platform_rate_limited_total",
     "pi_bridge_outbox_dropped_total",
     "pi_bridge_delta_to_visible_seconds",

@@ -18,7 +18,8 @@ reactions are kept per message (`reactions`); chats in `reactions_off` refuse th
 setWebhook is called, `push()` POSTs the queued updates to the webhook instead.
 
 Tests act as users with `message()`, `photo()` and `press()`, which queue real-
-shaped updates, and wait with `wait_for()` / `bot_message()`.
+shaped updates, and wait with `wait_for()` / `bot_message()`; `raw()` queues an
+update of any shape.
 """
 
 from __future__ import annotations
@@ -304,6 +305,12 @@ class FakeTelegram:
             body["edit_date"] = int(time.time())
         self._queue({"edited_message" if edit_of is not None else "message": body})
         return shown
+
+    def raw(self, update: dict[str, Any]) -> int:
+        """`update` (without its update_id) queued as it is, whatever its shape: one a
+        client library may fail to decode. Returns its update_id."""
+        self._queue(update)
+        return int(self.updates[-1]["update_id"])
 
     def press(
         self, chat_id: int, message_id: int, data: str, *, user: dict[str, Any] = ALICE

@@ -301,9 +301,13 @@ class Recorder:
 
     def __init__(self) -> None:
         self.inbounds: list[Inbound] = []
+        self.undecodable_events = 0
 
     async def handle(self, inbound: Inbound) -> None:
         self.inbounds.append(inbound)
+
+    def undecodable(self) -> None:
+        self.undecodable_events += 1
 
     async def count(self, n: int) -> None:
         with anyio.fail_after(10):

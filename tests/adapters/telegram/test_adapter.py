@@ -222,11 +222,15 @@ class Recorder:
         self.inbounds: list[Inbound] = []
         self.gate: anyio.Event | None = None
         self.bot_name = ""
+        self.undecodable_updates = 0
 
     async def handle(self, inbound: Inbound) -> None:
         if self.gate is not None:
             await self.gate.wait()
         self.inbounds.append(inbound)
+
+    def undecodable(self) -> None:
+        self.undecodable_updates += 1
 
     def factory(self, adapter: Adapter, bot_name: str) -> AbstractAsyncContextManager[Recorder]:
         self.bot_name = bot_name
@@ -352,6 +356,47 @@ async def test_an_update_not_yet_handled_at_shutdown_is_delivered_after_a_restar
     ]
 
 
+def undecodable_update(fake: FakeTelegram, text: str) -> int:
+    """Queues a message python-telegram-bot cannot decode (a `reply_markup` of `{}`:
+    `KeyError: 'inline_keyboard'`); its update_id."""
+    body = fake.message(42, text).json()
+    fake.updates.pop()  # queued whole: taken back, to be queued broken
+    return fake.raw({"message": {**body, "reply_markup": {}}})
+
+
+async def test_polling_skips_an_update_the_library_cannot_decode_and_confirms_it(
+    fake: FakeTelegram,
+) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    fake.message(42, "before it")
+    bad = undecodable_update(fake, "unreadable")
+    fake.message(42, "after it")  # in the same getUpdates batch
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
+        await fake.wait_for(lambda: len(recorder.inbounds) == 2)
+        await fake.wait_for(lambda: fake.confirmed > bad + 1)
+        stop.set()
+    assert [i.text for i in recorder.inbounds] == ["before it", "after it"]
+    assert recorder.undecodable_updates == 1
+    assert fake.handed[bad] == 1
+
+
+async def test_an_update_the_converter_refuses_is_counted_as_undecodable(
+    fake: FakeTelegram,
+) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    body = fake.message(42, "entities of the wrong shape").json()
+    fake.updates.pop()
+    fake.raw({"message": {**body, "entities": [{"type": "mention", "offset": "x"}]}})
+    fake.message(42, "after it")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(settings(fake), recorder.factory, stop=stop))
+        await fake.wait_for(lambda: recorder.inbounds)
+        stop.set()
+    assert [i.text for i in recorder.inbounds] == ["after it"]
+    assert recorder.undecodable_updates == 1
+
+
 # --- webhook ------------------------------------------------------------------------------
 
 
@@ -412,6 +457,22 @@ async def test_a_webhook_request_without_the_right_secret_is_refused(fake: FakeT
         assert await fake.push(secret="") == [403]
         stop.set()
     assert recorder.inbounds == []
+
+
+async def test_a_webhook_update_the_library_cannot_decode_is_answered_200_and_skipped(
+    fake: FakeTelegram,
+) -> None:
+    recorder, stop = Recorder(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(webhook_settings(fake), recorder.factory, stop=stop))
+        await fake.wait_for(lambda: fake.webhook)
+        undecodable_update(fake, "unreadable")
+        fake.message(42, "after it")
+        assert await fake.push() == [200, 200]  # Telegram sends neither again
+        await fake.wait_for(lambda: recorder.inbounds)
+        stop.set()
+    assert [i.text for i in recorder.inbounds] == ["after it"]
+    assert recorder.undecodable_updates == 1
 
 
 async def test_a_webhook_without_a_secret_does_not_start(fake: FakeTelegram) -> None:
