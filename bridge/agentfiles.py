@@ -5,9 +5,11 @@ dir's `index`, `commondir` or `gitdir`), a hostile agent can leave a link to one
 the bridge's own files, a FIFO that blocks its reader, or a link to an endless device.
 So a file is opened with O_NOFOLLOW | O_NONBLOCK, must then be a regular file with a
 single name, and is read from that descriptor and never past a limit; a directory is
-removed without following a link inside it. Each refusal is a value (None, False),
-for the caller to fall back on; only `remove_tree` raises, as nothing can stand in
-for a removal.
+removed without following a link inside it, and one below a directory of the
+bridge's is reached one name at a time, none of them a link (`open_folder`), so that
+what is done there through its descriptor stays there however the names change
+meanwhile. Each refusal of a file is a value (None, False), for the caller to fall
+back on; `remove_tree` and `open_folder` raise, as nothing can stand in for them.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import stat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
 CHUNK = 2**20
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _open_regular(path: Path, limit: int) -> tuple[int, os.stat_result] | None:
@@ -108,3 +112,42 @@ def _unseal(top: Path, found: os.stat_result) -> None:
                 inner = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
                 if stat.S_ISDIR(inner.st_mode) and inner.st_mode & owner != owner:
                     os.chmod(name, stat.S_IMODE(inner.st_mode) | owner, dir_fd=dirfd)
+
+
+def open_folder(top: Path, parts: Sequence[str], *, create: bool = False) -> int:
+    """An fd of the directory `top/<parts>`, opened one part at a time from `top` (the
+    bridge's own) without following a link; the caller closes it. A missing part
+    raises FileNotFoundError unless `create` makes it; a part that is a link or no
+    directory raises NotADirectoryError, its filename the parts up to it
+    ("refs/heads/pi").
+
+    Each part is opened relative to the fd of the one before, so a link swapped in
+    for a part already opened changes nothing: the fd is of the directory itself.
+    """
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for depth, part in enumerate(parts):
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+            try:
+                inner = os.open(part, _FOLDER, dir_fd=fd)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:  # ENOTDIR, or ELOOP for a link on some systems
+                named = "/".join(parts[: depth + 1])
+                raise NotADirectoryError(errno.ENOTDIR, _what(fd, part), named) from exc
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _what(fd: int, name: str) -> str:
+    try:
+        found = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return "is not a directory"
+    return "is a link" if stat.S_ISLNK(found.st_mode) else "is not a directory"

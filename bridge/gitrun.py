@@ -70,6 +70,11 @@ def plain_error(stderr: str) -> str:
     return "; ".join(labelled or lines) or "no message"
 
 
+def verb(args: tuple[str, ...]) -> str:
+    """The git command in `args`, past any `-c name=value` before it."""
+    return next((a for i, a in enumerate(args) if a != "-c" and args[i - 1 : i] != ("-c",)), "")
+
+
 def is_lock_error(stderr: str) -> bool:
     lowered = stderr.lower()
     return any(marker in lowered for marker in _LOCK_ERRORS)
@@ -108,7 +113,7 @@ async def git(where: Path, *args: str, env: dict[str, str] | None = None) -> Res
         except FileNotFoundError as exc:
             raise WorktreeError("git is not installed (no 'git' on PATH)") from exc
         except TimeoutError as exc:
-            raise WorktreeError(f"git {args[0]} took over {GIT_TIMEOUT:.0f} s") from exc
+            raise WorktreeError(f"git {verb(args)} took over {GIT_TIMEOUT:.0f} s") from exc
         result = Result(
             done.returncode,
             done.stdout.decode("utf-8", "replace"),
@@ -128,6 +133,5 @@ async def git_ok(where: Path, *args: str, env: dict[str, str] | None = None) -> 
         message = plain_error(result.err)
         if "not a git repository" in message:
             raise WorktreeError(f"{where} is not a git repository")
-        verb = next((a for i, a in enumerate(args) if a != "-c" and args[i - 1 : i] != ("-c",)))
-        raise WorktreeError(f"git {verb} failed in {where}: {message}")
+        raise WorktreeError(f"git {verb(args)} failed in {where}: {message}")
     return result.out

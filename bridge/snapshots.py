@@ -9,7 +9,12 @@ files never enter the shared object store, which every agent of the project read
 
 The index is a copy of the worktree's own (its stat cache spares re-reading unchanged
 files), taken from the admin dir the bridge named, never through a link the agent
-planted there (`bridge.agentfiles`); the agent's index itself is never touched.
+planted there (`bridge.agentfiles`); the agent's index itself is never touched. git
+stages it with a git dir of the snapshot's own (`HEAD` and `commondir` only), never
+the admin dir: a split index (`git update-index --split-index`) has git read
+`sharedindex.<hash>` from its git dir, where the agent could leave a FIFO that holds
+git until its timeout, or a link to a file of the bridge's. Not found there, it stops
+git, and the snapshot starts from a fresh index.
 """
 
 from __future__ import annotations
@@ -91,19 +96,30 @@ async def _write_tree(worktree: Worktree, home: Path) -> str:
     copied = await anyio.to_thread.run_sync(
         copy_regular, worktree.admin / "index", index, MAX_INDEX_BYTES
     )
+    git_dir = await _git_dir(worktree, home)
     env = {"GIT_INDEX_FILE": str(index), **_objects(worktree, home / "objects")}
     try:
-        await in_tree(worktree, "add", "--all", env=env)
+        await in_tree(worktree, "add", "--all", env=env, git_dir=git_dir)
     except WorktreeError:
         if not copied:
             raise
-        # An index git cannot read (the agent wrote junk over it): start afresh,
-        # re-reading every file, rather than fail.
+        # An index git cannot read (the agent wrote junk over it, or split it): start
+        # afresh, re-reading every file, rather than fail.
         await anyio.Path(index).unlink()
-        await in_tree(worktree, "add", "--all", env=env)
-    tree = (await in_tree(worktree, "write-tree", env=env)).strip()
+        await in_tree(worktree, "add", "--all", env=env, git_dir=git_dir)
+    tree = (await in_tree(worktree, "write-tree", env=env, git_dir=git_dir)).strip()
     await anyio.Path(index).unlink()
     return tree
+
+
+async def _git_dir(worktree: Worktree, home: Path) -> Path:
+    """A git dir for staging, in the snapshot's own dir: what makes git take it for the
+    worktree's (HEAD naming its branch, the common dir), and nothing of the agent's."""
+    git_dir = home / "git"
+    await anyio.Path(git_dir).mkdir()
+    await anyio.Path(git_dir / "HEAD").write_text(f"ref: refs/heads/{worktree.branch}\n")
+    await anyio.Path(git_dir / "commondir").write_text(f"{worktree.common}\n")
+    return git_dir
 
 
 async def drop(snapshot: Snapshot | None) -> None:

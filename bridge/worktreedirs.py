@@ -1,4 +1,5 @@
-"""A worktree's two directories on disk, made, checked and removed by the bridge itself.
+"""A worktree's two directories and its branch's ref on disk, made, checked and removed
+by the bridge itself.
 
 A linked worktree is its directory (`<root>/<slug>`, with a `.git` file naming its
 admin dir) and its admin dir (`<common>/worktrees/<slug>`: `HEAD`, `commondir`,
@@ -9,6 +10,17 @@ read every admin dir's `gitdir` whole, and each agent can write its own, linked 
 `repair` would overwrite. Every file the agent can write is read through
 `bridge.agentfiles`, which follows no link; the directories are named by the caller
 from its own records, never from those files.
+
+The branch's ref is written and deleted here too, not by git: every agent of the
+project can write the shared `refs` and `logs`, and git follows a link it finds there
+(`git branch` writes the ref and its reflog where a linked `refs/heads/pi` points,
+appends to a linked reflog even with `core.logAllRefUpdates=false`, and `update-ref
+-d` removes them there, or deletes the branch a loose ref linked to `refs/…` names).
+So each folder is opened name by name from the common dir following no link (a link
+is refused, naming it), and the loose ref is written, the reflog removed and the
+lock taken through that folder's descriptor, as git's files backend does by path:
+`<name>.lock` made exclusively, then renamed over `<name>`. The bridge writes no
+reflog of its own; `packed-refs` lives in the common dir, which no agent writes.
 """
 
 from __future__ import annotations
@@ -16,10 +28,15 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bridge.agentfiles import read_regular, remove_tree
-from bridge.gitrun import WorktreeError
+from bridge.agentfiles import open_folder, read_regular, remove_tree
+from bridge.gitrun import LOCK_BACKOFF, LOCK_RETRIES, WorktreeError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
 
 MAX_LINK_FILE = 4096  # a `.git`, `gitdir` or `commondir` file holds one path (PATH_MAX)
 LOCKED = "locked"  # while it is being made: `git worktree prune` leaves a locked one be
@@ -138,3 +155,147 @@ def _remove(path: Path) -> bool:
         raise WorktreeError(f"{path} is not the directory the bridge made; left as it is") from exc
     except OSError as exc:
         raise WorktreeError(f"could not remove {path}: {exc.strerror or exc}") from exc
+
+
+def create_ref(common: Path, branch: str, oid: str) -> None:
+    """Make the loose ref `refs/heads/<branch>` name `oid`; anything already there (a
+    link the agent left, say) is in the way, and refused."""
+    folders = ["refs", "heads", *branch.split("/")]
+    name = folders.pop()
+    try:
+        with _folder(common, folders, create=True) as fd, _locked(fd, name, common) as commit:
+            if _present(fd, name):
+                raise WorktreeError(f"{common}/refs/heads/{branch} is in the way")
+            commit(f"{oid}\n".encode())
+    except OSError as exc:  # say, an agent removed the folder meanwhile
+        raise WorktreeError(f"could not write the branch {branch} in {common}: {exc}") from exc
+
+
+def delete_ref(common: Path, branch: str) -> None:
+    """Delete `refs/heads/<branch>`: its line in `packed-refs`, its loose ref (a link
+    there is removed, not followed) and its reflog. Both folders are opened before
+    anything changes: a link in either refuses the whole."""
+    folders = ["heads", *branch.split("/")]
+    name = folders.pop()
+    try:
+        with contextlib.ExitStack() as stack:
+            refs = _existing(stack, common, ["refs", *folders])
+            logs = _existing(stack, common, ["logs", "refs", *folders])
+            if refs is not None:
+                stack.enter_context(_locked(refs, name, common))
+            _unpack(common, f"refs/heads/{branch}")
+            for fd in (refs, logs):
+                if fd is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=fd)
+    except OSError as exc:
+        raise WorktreeError(f"could not delete the branch {branch} in {common}: {exc}") from exc
+
+
+def _existing(
+    stack: contextlib.ExitStack[bool | None], common: Path, parts: list[str]
+) -> int | None:
+    """The folder's fd, closed with `stack`; None when it is not there (nor its ref)."""
+    try:
+        return stack.enter_context(_folder(common, parts, create=False))
+    except FileNotFoundError:
+        return None
+
+
+def _unpack(common: Path, refname: str) -> None:
+    """Drop `refname` from `packed-refs`, if it is there."""
+    with _folder(common, [], create=False) as top, _locked(top, "packed-refs", common) as commit:
+        try:
+            packed = (common / "packed-refs").read_bytes()
+        except FileNotFoundError:
+            return
+        kept = _without(packed, refname)
+        if kept != packed:
+            commit(kept)
+
+
+def _without(packed: bytes, refname: str) -> bytes:
+    """`packed-refs` without the line of `refname` and the peeled line ("^<oid>") that
+    follows it when it names a tag. What stays keeps its order, so the header's
+    traits ("sorted", "fully-peeled") still hold."""
+    kept: list[bytes] = []
+    dropping = False
+    for line in packed.splitlines(keepends=True):
+        if line.startswith(b"^") and dropping:
+            continue
+        dropping = line.rstrip(b"\n").partition(b" ")[2] == refname.encode()
+        if not dropping:
+            kept.append(line)
+    return b"".join(kept)
+
+
+@contextlib.contextmanager
+def _folder(common: Path, parts: Sequence[str], *, create: bool) -> Iterator[int]:
+    """The fd of `<common>/<parts>` (`agentfiles.open_folder`: FileNotFoundError when
+    a part is missing and not `create`); a link on the way is refused, named."""
+    try:
+        fd = open_folder(common, parts, create=create)
+    except NotADirectoryError as exc:
+        raise WorktreeError(
+            f"{common}/{exc.filename} {exc.strerror}: the bridge follows none among the "
+            "shared refs and logs (an agent of this project may have made it); left as it is"
+        ) from exc
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise WorktreeError(f"could not open {common}/{'/'.join(parts)}: {exc}") from exc
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _locked(fd: int, name: str, common: Path) -> Iterator[Callable[[bytes], None]]:
+    """git's lock on `name` in the folder `fd`: `<name>.lock`, made exclusively (a
+    lock held elsewhere is waited for a little, as git's own are). The caller may
+    `commit(data)`: it is written there and renamed over `name`; otherwise the lock
+    is removed."""
+    lock = _take_lock(fd, name, common)
+    committed = False
+
+    def commit(data: bytes) -> None:
+        nonlocal committed
+        view = memoryview(data)
+        while view:
+            view = view[os.write(lock, view) :]
+        os.rename(f"{name}.lock", name, src_dir_fd=fd, dst_dir_fd=fd)
+        committed = True
+
+    try:
+        yield commit
+    finally:
+        os.close(lock)
+        if not committed:
+            with contextlib.suppress(FileNotFoundError):  # whoever removed it, it is gone
+                os.unlink(f"{name}.lock", dir_fd=fd)
+
+
+def _take_lock(fd: int, name: str, common: Path) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    delay = LOCK_BACKOFF
+    for _ in range(LOCK_RETRIES):
+        with contextlib.suppress(FileExistsError):
+            return os.open(f"{name}.lock", flags, 0o666, dir_fd=fd)
+        time.sleep(delay)  # in a worker thread, as every call here is
+        delay *= 2
+    try:
+        return os.open(f"{name}.lock", flags, 0o666, dir_fd=fd)
+    except FileExistsError as exc:
+        raise WorktreeError(
+            f"could not lock {name} in {common}: {name}.lock exists (another git at work, or "
+            "one that stopped there: remove it if none runs)"
+        ) from exc
+
+
+def _present(fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True

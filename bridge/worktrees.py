@@ -8,7 +8,9 @@ Where things are comes from the bridge's own records, never from a file an agent
 write: the directory is `<root>/<slug>`, its admin dir `<common>/worktrees/<slug>`,
 and git run by the bridge in the worktree is pointed at them (`in_tree`). The bridge
 makes and removes both itself (`bridge.worktreedirs`): no `git worktree` command, and
-nothing else that reads every admin dir (`git branch -D`), is ever run.
+nothing else that reads every admin dir (`git branch -D`), is ever run. It writes and
+deletes the conversation's branch ref itself too, following no link among the shared
+refs and logs (`create_ref`, `delete_ref`): git run by the bridge writes no ref.
 
 Invariants: two keys never share a branch or a directory; `ensure_worktree` is
 idempotent; calls on one repository are serialized inside the process, and git's own
@@ -28,7 +30,16 @@ from pathlib import Path
 import anyio
 
 from bridge.gitrun import GUARDED, WorktreeError, git, git_ok
-from bridge.worktreedirs import lay_out, pin_common, points_back, remove_both, unlock, usable
+from bridge.worktreedirs import (
+    create_ref,
+    delete_ref,
+    lay_out,
+    pin_common,
+    points_back,
+    remove_both,
+    unlock,
+    usable,
+)
 
 # Branch and directory names stay short enough to read in `git branch` and a path.
 MAX_SLUG = 60
@@ -111,12 +122,15 @@ def parse_status(porcelain_z: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
-async def in_tree(worktree: Worktree, *args: str, env: dict[str, str] | None = None) -> str:
-    """Run git inside the worktree, guarded against what the agent may have put there."""
+async def in_tree(
+    worktree: Worktree, *args: str, env: dict[str, str] | None = None, git_dir: Path | None = None
+) -> str:
+    """Run git inside the worktree, guarded against what the agent may have put there;
+    `git_dir` stands for its admin dir when git needs nothing of the agent's there."""
     await anyio.to_thread.run_sync(pin_common, worktree.admin, worktree.common)
     located = dict(env or {})
     located |= {
-        "GIT_DIR": str(worktree.admin),
+        "GIT_DIR": str(git_dir or worktree.admin),
         "GIT_COMMON_DIR": str(worktree.common),
         "GIT_WORK_TREE": str(worktree.path),
     }
@@ -191,20 +205,29 @@ async def ensure_worktree(repo: Path, root: Path, key: str, base: str | None = N
     branch = branch_name(key)
     common = await _common_dir(repo)
     async with await _repository_lock(common):
-        # Read from the repository's config, which agents cannot write: with it on,
-        # a worktree's own config (which its agent can write) would be read too.
-        if (await git(repo, "config", "--bool", "extensions.worktreeConfig")).out.strip() == "true":
-            raise WorktreeError(f"{repo} uses per-worktree config (extensions.worktreeConfig)")
+        await _check_format(repo)
         await anyio.Path(root).mkdir(parents=True, exist_ok=True)
         tree = await locate(repo, root, key, base or await _default_base(repo, branch))
         if await anyio.to_thread.run_sync(usable, tree.path, tree.admin):
             return tree
         if not await _branch_exists(repo, branch):
-            await _check_base(repo, tree.base)
-            await git_ok(repo, "branch", "--no-track", branch, tree.base)
+            start = await _check_base(repo, tree.base)
+            await anyio.to_thread.run_sync(create_ref, common, branch, start)
         await _make(tree)
         await git_ok(repo, "config", f"branch.{branch}.{BASE_CONFIG}", tree.base)
         return tree
+
+
+async def _check_format(repo: Path) -> None:
+    """Refuse what the bridge cannot keep agents apart in; read from the repository's
+    config, which agents cannot write."""
+    # With it on, a worktree's own config (which its agent can write) is read too.
+    if (await git(repo, "config", "--bool", "extensions.worktreeConfig")).out.strip() == "true":
+        raise WorktreeError(f"{repo} uses per-worktree config (extensions.worktreeConfig)")
+    # The bridge writes branch refs as files (`create_ref`); reftable keeps them elsewhere.
+    storage = (await git(repo, "config", "extensions.refStorage")).out.strip()
+    if storage not in ("", "files"):
+        raise WorktreeError(f"{repo} keeps its refs in {storage} (extensions.refStorage)")
 
 
 async def _make(tree: Worktree) -> None:
@@ -220,12 +243,14 @@ async def _make(tree: Worktree) -> None:
     await anyio.to_thread.run_sync(unlock, tree.admin)
 
 
-async def _check_base(repo: Path, base: str) -> None:
+async def _check_base(repo: Path, base: str) -> str:
+    """The commit `base` names."""
     if base.startswith("-"):  # it would reach git as an option
         raise WorktreeError(f"base branch '{base}' is not a valid name")
     found = await git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
     if found.code != 0:
         raise WorktreeError(f"base branch '{base}' not found in {repo}")
+    return found.out.strip()
 
 
 async def changes(worktree: Worktree) -> Changes:
@@ -260,18 +285,20 @@ async def remove_worktree(
                 )
         await anyio.to_thread.run_sync(remove_both, worktree.path, worktree.admin)
         if delete_branch:
-            await _delete_branch(repo, worktree.branch)
+            await _delete_branch(repo, worktree.common, worktree.branch)
 
 
 async def delete_branch(repo: Path, branch: str) -> None:
     """Delete the conversation's branch and what the bridge recorded for it."""
-    async with await _repository_lock(await _common_dir(repo)):
-        await _delete_branch(repo, branch)
+    common = await _common_dir(repo)
+    async with await _repository_lock(common):
+        await _delete_branch(repo, common, branch)
 
 
-async def _delete_branch(repo: Path, branch: str) -> None:
+async def _delete_branch(repo: Path, common: Path, branch: str) -> None:
     # Not `git branch -D`: to refuse a branch checked out elsewhere, it first reads
     # every admin dir's `gitdir` and HEAD, which agents write (a `gitdir` linked to
     # /dev/zero takes all the memory there is; a HEAD naming this branch blocks it).
-    await git_ok(repo, "update-ref", "-d", f"refs/heads/{branch}")
+    # Nor `git update-ref -d`: it follows links among the refs and logs (`delete_ref`).
+    await anyio.to_thread.run_sync(delete_ref, common, branch)
     await git(repo, "config", "--remove-section", f"branch.{branch}")  # none is fine

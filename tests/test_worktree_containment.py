@@ -332,3 +332,25 @@ async def test_an_index_linked_to_an_endless_file_is_not_copied(
 
     assert time.monotonic() - started < 10
     assert "+the agent's" in found.patch
+
+
+async def test_a_split_index_makes_no_snapshot_read_the_agents_admin_dir(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A split index names a `sharedindex.<hash>` that git looks for in its git dir
+    # first: the admin dir, where the agent can leave a FIFO that blocks the reader.
+    monkeypatch.setattr("bridge.gitrun.GIT_TIMEOUT", 10.0)
+    worktree = await ensure_worktree(repo, tmp_path / "worktrees", KEY)
+    (worktree.path / "new.txt").write_text("the agent's\n")
+    agent_git(worktree.path, "update-index", "--split-index")
+    shared = list(admin_of(repo, worktree).glob("sharedindex.*"))
+    assert shared, "the test would prove nothing: git split no index"
+    for path in shared:
+        path.unlink()
+        os.mkfifo(path)
+    started = time.monotonic()
+
+    found = await diff(worktree, tmp_path / "scratch")
+
+    assert time.monotonic() - started < 5
+    assert "+the agent's" in found.patch
