@@ -91,6 +91,11 @@ def bwrap_argv(sandbox: Sandbox, cwd: Path, command: list[str]) -> list[str]:
         argv.append("--share-net")
     elif sandbox.network == "isolated":
         argv += ["--info-fd", str(NET_INFO_FD), "--block-fd", str(NET_BLOCK_FD)]
+        # uid 0 of its own user namespace (no capability: --cap-drop ALL): to show any
+        # other uid, an unprivileged bwrap nests a second user namespace, which does not
+        # own the network namespace, and pasta could then join neither (a root bridge's
+        # agent is uid 0 there anyway).
+        argv += ["--uid", "0", "--gid", "0"]
     argv += ["--die-with-parent", "--cap-drop", "ALL"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(TMP)]
     for kind, source, target in _mounts(sandbox, command):

@@ -121,8 +121,12 @@ def test_every_namespace_is_new_and_the_network_is_shared_only_with_the_host(
     argv = bwrap_argv(Sandbox(BWRAP, network=network), WORK, ["pi"])
     assert argv[:2] == [BWRAP, "--unshare-all"]
     assert ("--share-net" in argv) is shared
-    # Isolated: bwrap names its new namespace to the keeper and waits for pasta.
+    # Isolated: bwrap names its new namespace to the keeper and waits for pasta; the
+    # agent is uid 0 of its own user namespace, so that bwrap nests no second one that
+    # pasta, run by a bridge that is not root, could not join.
     assert ("--info-fd" in argv and "--block-fd" in argv) is connected
+    uid = argv[argv.index("--uid") + 1] if "--uid" in argv else None
+    assert uid == ("0" if connected else None)
     assert {"--die-with-parent", "--cap-drop"} <= set(argv)
     assert "--new-session" not in argv  # the agent stays in the group the bridge signals
     assert argv[argv.index("--ro-bind") : argv.index("--ro-bind") + 3] == ["--ro-bind", "/", "/"]
