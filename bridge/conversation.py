@@ -302,7 +302,7 @@ class Conversation:
                 await self.queued.pressed(press, choice, sender)
             case PickerChoice() as choice:
                 self.submit([AnswerPress(press.press_id, "✓")])
-                self.submit(self.renderer.close_picker(choice.picker_id, f"✓ {choice.value}"))
+                self.submit(self.renderer.close_picker(choice.picker_id, choice.outcome))
                 self.submit(await controls.pick(self, choice.kind, choice.value))
             case None:
                 await self.dialogs.stale(self.agent, press, sender)

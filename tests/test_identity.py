@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from bridge.identity import fresh_id
 from bridge.model import Send
+from bridge.render import PickerOption
 from bridge.render.status import Numbering
 from bridge.rpc.signals import RunStarted
 from tests.render.test_renderer import Session, event, ui
@@ -56,7 +57,7 @@ def test_a_replay_names_the_agents_notices_as_before_and_the_bridges_anew() -> N
     names = [sent(first.feed(*records)), sent(second.feed(*records))]
     assert names[0] == names[1]  # the replay edits the messages the first one posted
     own = [sent(s.renderer.notice("No grants.")) for s in (first, second)]
-    choices = [("all", "all")]
+    choices = [PickerOption("all", "all")]
     pickers = [sent(s.renderer.pick("verbose", "Show:", choices, 1)) for s in (first, second)]
     assert not set(own[0]) & set(own[1])
     assert not set(pickers[0]) & set(pickers[1])

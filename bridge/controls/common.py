@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bridge.render import PickerOption
 from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from bridge.model import Op
 
 MAX_PICKER = 24  # buttons in one picker; more would not fit a phone screen
-PICKER_LABEL = 40
+LABEL_LINE = 200  # of a label as a picker shows it once pressed; the button clips it shorter
 
 
 def data(value: object) -> dict[str, Any]:
@@ -31,13 +32,17 @@ def picker(
     values: list[str],
     labels: list[str] | None = None,
     *,
+    outcomes: list[str] | None = None,
     one_per_row: bool = False,
 ) -> list[Op]:
-    """A message of buttons, one per value; a press comes back as a `PickerChoice`."""
+    """A message of buttons, one per value, each labelled (by `labels`, else its value);
+    a press comes back as a `PickerChoice`, and the picker then says the pressed
+    button's `outcomes` entry (by default ✓ and its label), never its value."""
     shown = labels or values
-    choices = [
-        (one_line(label, PICKER_LABEL), value)
-        for value, label in zip(values[:MAX_PICKER], shown[:MAX_PICKER], strict=True)
-    ]
+    said = outcomes or [""] * len(values)
+    options = [
+        PickerOption(one_line(label, LABEL_LINE), value, outcome)
+        for value, label, outcome in zip(values, shown, said, strict=True)
+    ][:MAX_PICKER]
     per_row = 1 if one_per_row else target.limits.max_buttons_per_row
-    return target.renderer.pick(kind, title, choices, per_row)
+    return target.renderer.pick(kind, title, options, per_row)

@@ -45,4 +45,5 @@ async def grants(target: Target, arg: str) -> list[Op]:
     title = "♾ Allowed without asking in this conversation:\n" + "\n".join(lines)
     values = [f"revoke {_name(g)}" for g in held]
     labels = [f"🚫 {describe(g)}" for g in held]
-    return picker(target, "grants", title, values, labels, one_per_row=True)
+    revoked = [f"🚫 Revoked: {describe(g)}" for g in held]
+    return picker(target, "grants", title, values, labels, outcomes=revoked, one_per_row=True)

@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from bridge.model import Op
 
 THINKING_LEVELS: tuple[str, ...] = get_args(ThinkingLevel)
-POLICIES = ("steer", "follow_up", "ask")
+# What a message does while the agent works, as the picker and its answer say it.
+POLICIES = {
+    "steer": "steer the run",
+    "follow_up": "wait for the end of the run",
+    "ask": "ask first",
+}
 VERBOSITY = ("all", "compact", "off")
 
 
@@ -71,9 +76,9 @@ async def set_thinking(target: Target, level: str) -> list[Op]:
 async def policy(target: Target, arg: str) -> list[Op]:
     if arg not in POLICIES:
         title = "While the agent works, a message should…"
-        return picker(target, "policy", title, list(POLICIES))
+        return picker(target, "policy", title, list(POLICIES), list(POLICIES.values()))
     await target.set_settings(target.renderer.settings.model_copy(update={"busy_policy": arg}))
-    return target.renderer.notice(f"While the agent works, messages now {arg.replace('_', ' ')}.")
+    return target.renderer.notice(f"While the agent works, a message will now {POLICIES[arg]}.")
 
 
 async def verbose(target: Target, arg: str) -> list[Op]:

@@ -10,6 +10,7 @@ from bridge.render.choices import (
     Choice,
     DialogChoice,
     PickerChoice,
+    PickerOption,
     QueueChoice,
     StopChoice,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "Choice",
     "DialogChoice",
     "PickerChoice",
+    "PickerOption",
     "QueueChoice",
     "Renderer",
     "StopChoice",

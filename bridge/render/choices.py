@@ -11,7 +11,7 @@ never resolves again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,11 +50,23 @@ class BusyChoice:
 
 @dataclass(frozen=True)
 class PickerChoice:
-    """A button of one of the bridge's pickers (/model, /fork, …): `value` of `kind`."""
+    """A button of one of the bridge's pickers (/model, /fork, …): `value` of `kind`;
+    `outcome` is what its picker says once it is pressed, in people's words (`value`
+    is for the bridge: "revoke command:…", a session's file name)."""
 
     kind: str
     value: str
     picker_id: str
+    outcome: str = ""
+
+
+class PickerOption(NamedTuple):
+    """One button of a picker: its label, the value a press carries back, and what the
+    picker says once it is pressed (by default ✓ and the label)."""
+
+    label: str
+    value: str
+    outcome: str = ""
 
 
 QueueAction = Literal["steer_now", "cancel"]

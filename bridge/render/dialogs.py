@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from bridge.model import Op
-    from bridge.render.choices import Choice
+    from bridge.render.choices import Choice, PickerOption
     from bridge.render.views import Context
     from bridge.rpc.ui import DialogRequest
 
 LABEL_CHARS = 40  # of a button label; the choice keeps the whole option
+OUTCOME_CHARS = 200  # of a pressed picker button's label, shown when its picker closes
 ANSWER = "✍️ Answer"
 REPLY_PROMPT = "✍️ Reply to this message with your answer, or just send it as your next message."
 
@@ -141,13 +142,16 @@ class Questions:
     # --- pickers -----------------------------------------------------------------------
 
     def pick(
-        self, picker_id: str, kind: str, title: str, choices: list[tuple[str, str]], per_row: int
+        self, picker_id: str, kind: str, title: str, options: Sequence[PickerOption], per_row: int
     ) -> list[Op]:
-        """A picker of the bridge's commands: one button per (label, value)."""
+        """A picker of the bridge's commands: one button per option."""
         name = f"picker:{picker_id}"
         question = Question(Slot(name), title, False, name)
         self._open[name] = question
-        issued = [(label, PickerChoice(kind, value, picker_id)) for label, value in choices]
+        issued: list[tuple[str, Choice]] = [
+            (o.label, PickerChoice(kind, o.value, picker_id, o.outcome or _pressed(o.label)))
+            for o in options
+        ]
         buttons = self._buttons(name, list(issued), per_row)
         return question.slot.show(self._view(question).with_buttons(buttons))
 
@@ -234,6 +238,11 @@ def _request_form(request: InputRequest | EditorRequest) -> Form:
     if isinstance(request, EditorRequest):
         return Form(title, prefill=request.prefill or "", multiline=True)
     return Form(title, placeholder=request.placeholder or "")
+
+
+def _pressed(label: str) -> str:
+    """What a picker says once its button `label` is pressed."""
+    return f"✓ {clip(label, OUTCOME_CHARS)}"
 
 
 def _form(choice: Choice) -> Form | None:

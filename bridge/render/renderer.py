@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from bridge.model import Formatter, Op, PlatformLimits
-    from bridge.render.choices import Choice, DialogChoice
+    from bridge.render.choices import Choice, DialogChoice, PickerOption
     from bridge.rpc.client import AgentEvent
 
 EXPIRED = "⌛ expired — the agent went on without an answer"
@@ -126,9 +126,9 @@ class Renderer:
     def close_busy(self, pending_id: str, outcome: str) -> list[Op]:
         return self.questions.close(f"busy:{pending_id}", outcome)
 
-    def pick(self, kind: str, title: str, choices: list[tuple[str, str]], per_row: int) -> list[Op]:
-        """A picker: buttons of (label, value); a press resolves to a `PickerChoice`."""
-        return self.questions.pick(fresh_id(), kind, title, choices, per_row)
+    def pick(self, kind: str, title: str, options: list[PickerOption], per_row: int) -> list[Op]:
+        """A picker: a button per option; a press resolves to a `PickerChoice`."""
+        return self.questions.pick(fresh_id(), kind, title, options, per_row)
 
     def close_picker(self, picker_id: str, outcome: str) -> list[Op]:
         return self.questions.close(f"picker:{picker_id}", outcome)

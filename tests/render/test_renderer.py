@@ -30,7 +30,14 @@ from bridge.model import (
     Send,
     Upload,
 )
-from bridge.render import BusyChoice, DialogChoice, PickerChoice, Renderer, StopChoice
+from bridge.render import (
+    BusyChoice,
+    DialogChoice,
+    PickerChoice,
+    PickerOption,
+    Renderer,
+    StopChoice,
+)
 from bridge.render.riders import Riders
 from bridge.rpc.content import AssistantMessage, ToolResult, UserMessage, text_of
 from bridge.rpc.decode import MalformedRecord, decode_record
@@ -709,34 +716,67 @@ def test_a_picker_press_resolves_once_and_its_buttons_retire_when_it_closes() ->
     session = Session(PlatformLimits(max_buttons_per_row=2))
     ops = session.do(
         session.renderer.pick(
-            "thinking", "Thinking level:", [("low", "low"), ("high", "high"), ("off", "off")], 2
+            "thinking",
+            "Thinking level:",
+            [PickerOption(level, level) for level in ("low", "high", "off")],
+            2,
         )
     )
     (slot,) = session.chat.order
     assert [len(row) for row in session.chat.messages[slot].buttons] == [2, 1]
     low, high, _ = session.chat.tokens(slot)
-    assert session.renderer.pressed(high) == PickerChoice("thinking", "high", slot.split(":")[1])
+    assert session.renderer.pressed(high) == PickerChoice(
+        "thinking", "high", slot.split(":")[1], "✓ high"
+    )
     assert ops
     assert session.renderer.has_questions()
     choice = session.renderer.pressed(high)
     assert isinstance(choice, PickerChoice)
-    session.do(session.renderer.close_picker(choice.picker_id, "✓ high"))
+    session.do(session.renderer.close_picker(choice.picker_id, choice.outcome))
     assert session.chat.text(slot) == "Thinking level:\n\n✓ high"
     assert session.chat.messages[slot].buttons == ()
     assert session.renderer.pressed(low) is None  # retired with its picker
     assert not session.renderer.has_questions()
 
 
+LONG_LABEL = "fix the flaky build, then the docs, then the release notes"
+
+
+@pytest.mark.parametrize(
+    ("option", "button", "closing"),
+    [
+        (PickerOption("compact", "compact"), "compact", "✓ compact"),
+        (PickerOption("🚫 `npm test`", "revoke command:npm test", "🚫 Revoked: `npm test`"),
+         "🚫 `npm test`", "🚫 Revoked: `npm test`"),
+        (PickerOption(LONG_LABEL, "entry-7f3a"), "fix the flaky build, then the docs, the…",
+         f"✓ {LONG_LABEL}"),
+    ],
+    ids=["label", "outcome given", "long label"],
+)  # fmt: skip
+def test_a_pressed_picker_says_its_outcome_or_the_whole_label_never_the_value(
+    option: PickerOption, button: str, closing: str
+) -> None:
+    session = Session()
+    session.do(session.renderer.pick("kind", "Pick:", [option], 1))
+    (slot,) = session.chat.order
+    assert session.chat.labels(slot) == [button]
+    choice = session.renderer.pressed(session.chat.tokens(slot)[0])
+    assert isinstance(choice, PickerChoice)
+    assert choice.value == option.value
+    session.do(session.renderer.close_picker(choice.picker_id, choice.outcome))
+    assert session.chat.text(slot) == f"Pick:\n\n{closing}"
+
+
 def test_pickers_close_with_the_other_questions_and_on_interrupt() -> None:
     session = Session()
-    session.do(session.renderer.pick("model", "Pick a model:", [("a/b", "a/b")], 1))
-    session.do(session.renderer.pick("policy", "Policy:", [("ask", "ask")], 1))
+    session.do(session.renderer.pick("model", "Pick a model:", [PickerOption("a/b", "a/b")], 1))
+    session.do(session.renderer.pick("policy", "Policy:", [PickerOption("ask", "ask")], 1))
     first, second = session.chat.order
     (token,) = session.chat.tokens(first)
     session.do(session.renderer.close_questions("✖ no longer active"))
     assert session.chat.text(first).endswith("✖ no longer active")
     assert session.renderer.pressed(token) is None
-    session.do(session.renderer.pick("verbose", "Show:", [("all", "all")], 1))
+    session.do(session.renderer.pick("verbose", "Show:", [PickerOption("all", "all")], 1))
     third = session.chat.order[-1]
     (token,) = session.chat.tokens(third)
     session.do(session.renderer.interrupt("agent stopped"))
@@ -749,7 +789,7 @@ def test_a_picker_token_over_the_platforms_button_data_limit_is_refused() -> Non
         limits=PlatformLimits(max_button_data=8), formatter=formatter, tokens=lambda: "x" * 9
     )
     with pytest.raises(ValueError, match="exceeds the platform's 8"):
-        renderer.pick("model", "Pick a model:", [("a/b", "a/b")], 1)
+        renderer.pick("model", "Pick a model:", [PickerOption("a/b", "a/b")], 1)
 
 
 def test_many_options_are_laid_out_in_rows_with_cancel_on_its_own() -> None:
