@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from bridge.gitrun import WorktreeError
-from bridge.hidden import Sight, hidden_paths
+from bridge.hidden import Sight, bound_back, hidden_paths
 from bridge.options import safe_name
 from bridge.rpc.errors import AgentStartError
 from bridge.sandbox import config_of, home_of
@@ -129,7 +129,8 @@ class Projects:
         policy = options.agent.sandbox
         folders = [workspace, Path(self._record.session_dir)]
         folders += [home_of(options, key), config_of(options, key), *self.git_dirs()]
-        seen = dict.fromkeys(p.resolve() for p in (*folders, *policy.read_write, *policy.read_only))
+        shown = (*folders, *policy.read_write, *policy.read_only, *bound_back())
+        seen = dict.fromkeys(p.resolve() for p in shown)
         return Sight(hidden_paths(options, key, workspace), tuple(seen))
 
     async def _located(self) -> Worktree | None:

@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge.hidden import hidden_paths
+from bridge.hidden import bound_back, hidden_paths
 from bridge.options import SandboxMode, safe_name
 from bridge.projectcode import masks
 from bridge.rpc import nodump
@@ -55,7 +55,6 @@ PROBE_TIMEOUT = 10.0  # bwrap starts in ~10 ms; a hung probe means a broken setu
 # pi's config dir variables (the atomic fork has its own) and where each lives in HOME.
 AGENT_DIRS = {"PI_CODING_AGENT_DIR": ".pi/agent", "ATOMIC_CODING_AGENT_DIR": ".atomic/agent"}
 PRIVATE_ONLY = frozenset({"sessions"})  # the operator's own sessions stay out of sight
-RUNTIME_DIRS = (Path("/run"), Path("/var/run"))  # the system's sockets (`_runtime_dirs`)
 
 
 def default_mode() -> SandboxMode:
@@ -163,15 +162,14 @@ def contain(
     binds = _agent_config(spec.env, config, env)
     writable = _resolved((spec.cwd, session_dir, home, config, *git_dirs, *policy.read_write))
     hidden = hidden_paths(options, key, spec.cwd)  # what the bridge's own reads refuse too
-    runtime, resolver = _runtime_dirs()
     clash = sorted(str(p) for p in set(writable) & set(hidden))
     if clash:
         raise AgentStartError(f"refusing to give the agent write access to {', '.join(clash)}")
     sandbox = Sandbox(
         bwrap=bwrap,
         writable=writable,
-        readable=_resolved((*policy.read_only, *resolver)),
-        hidden=(*(p for p in hidden if p.is_dir()), *runtime),
+        readable=_resolved((*policy.read_only, *bound_back())),
+        hidden=tuple(p for p in hidden if p.is_dir()),
         hidden_files=tuple(p for p in hidden if p.exists() and not p.is_dir()),
         binds=binds,
         masks=masks(spec.cwd, options.data_dir),
@@ -181,21 +179,6 @@ def contain(
         preload=preload,
     )
     return replace(spec, cwd=spec.cwd.resolve(), env=env, sandbox=sandbox)
-
-
-def _runtime_dirs() -> tuple[tuple[Path, ...], tuple[Path, ...]]:
-    """The system's runtime dirs, to be covered, and what must be bound back in them.
-
-    /run (and /var/run where it is a directory of its own) holds the system's unix
-    sockets: Docker's, D-Bus's, a database's. Read-only mounts do not stop a connect(),
-    and an agent of a root bridge would pass their permission checks, so the agent sees
-    an empty /run. The resolver's file is bound back when /etc/resolv.conf lives there
-    (systemd-resolved's stub), so that names still resolve.
-    """
-    runtime = tuple(p for p in RUNTIME_DIRS if p.is_dir() and not p.is_symlink())
-    resolver = Path("/etc/resolv.conf").resolve()
-    inside = any(resolver.is_relative_to(p) for p in runtime) and resolver.is_file()
-    return runtime, (resolver,) if inside else ()
 
 
 def _resolved(paths: Iterable[Path]) -> tuple[Path, ...]:

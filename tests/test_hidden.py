@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.hidden import Sight, hidden_paths
+from bridge.hidden import Sight, hidden_paths, runtime_dirs
 from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
 from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.paths import SUPPORT
@@ -54,7 +54,9 @@ def test_what_each_conversations_agent_cannot_see(
 ) -> None:
     opts = layout(tmp_path)
     found = hidden_paths(opts, key, tmp_path / workspace)
-    assert found == tuple((tmp_path / p).resolve() for p in hidden)
+    # Last, for every conversation: the system's runtime dirs (its sockets).
+    assert found == (*((tmp_path / p).resolve() for p in hidden), *runtime_dirs())
+    assert Path("/run") in runtime_dirs()  # a Linux system has one
 
 
 # (what, the path, seen by tg:1, which works in run/ with its own folders in the data dir)

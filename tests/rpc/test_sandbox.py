@@ -258,6 +258,9 @@ def probe_script(data: Path) -> str:
             "  fi",
             "done",
             'echo "environs-read=$n token-found=$found"',
+            # The scan's own means work: a process reads its own environment. (The
+            # agent's other processes are non-dumpable now, so their files are closed.)
+            "grep -q -F PATH /proc/self/environ && echo self-environ=read",
             'echo "processes=$(ls -d /proc/[0-9]* | wc -l)"',
             f'echo "data-entries=$(ls -A {data} 2>/dev/null | wc -l)"',
             f'test -e {store} && echo "store=visible" || echo "store=absent"',
@@ -317,7 +320,7 @@ async def test_an_agent_finds_no_bridge_secret_in_proc_and_with_the_sandbox_no_d
     seen = report(fake_llm)
     assert seen["own-write"] == "ok"
     assert (data / "workspaces" / "tg_42" / "own.txt").read_text() == "mine\n"
-    assert int(seen["environs-read"]) >= 1  # the scan itself works: it read its own
+    assert seen["self-environ"] == "read"  # the scan's means work
     assert seen["token-found"] == "0"
     assert (data / "workspaces" / "tg_43" / "note.txt").read_text() == "b-private\n"
     if mode == "bwrap":
