@@ -34,6 +34,9 @@ GUARDED = (
     "-c", "core.hooksPath=/dev/null",
     "-c", "submodule.recurse=false",
     "-c", "core.untrackedCache=false",
+    # A root bridge's worktrees belong to the agents' user (bridge/agentuser.py), and
+    # git refuses a repository of another owner unless told; the dirs are the bridge's.
+    "-c", "safe.directory=*",
 )  # fmt: skip
 _LOCK_ERRORS = ("could not lock", "cannot lock", "file exists", "index.lock", ".lock'")
 # What git inherits from the bridge: finding programs and the user's config (PATH,

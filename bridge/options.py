@@ -41,6 +41,8 @@ class SandboxOptions:
     mode: SandboxMode = "bwrap"
     network: NetworkMode = "isolated"  # the agent needs its model's API, nothing of the host
     host_ports: tuple[int, ...] = ()  # the host loopback's TCP ports it may reach (a local model)
+    # Who a root bridge's agents run as: a user name or "uid[:gid]"; "" is "nobody".
+    user: str = ""
     read_write: tuple[Path, ...] = ()  # extra paths the agent may write
     read_only: tuple[Path, ...] = ()  # extra paths the agent may read (beyond the system)
     hidden: tuple[Path, ...] = ()  # never mounted: the config file, a store outside the data dir

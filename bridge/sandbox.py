@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.agentuser import agent_user, closed_on_the_way, hand_over
 from bridge.hidden import bound_back, hidden_paths
 from bridge.options import SandboxMode, safe_name
 from bridge.projectcode import masks
@@ -55,6 +56,7 @@ PROBE_TIMEOUT = 10.0  # bwrap starts in ~10 ms; a hung probe means a broken setu
 # pi's config dir variables (the atomic fork has its own) and where each lives in HOME.
 AGENT_DIRS = {"PI_CODING_AGENT_DIR": ".pi/agent", "ATOMIC_CODING_AGENT_DIR": ".atomic/agent"}
 PRIVATE_ONLY = frozenset({"sessions"})  # the operator's own sessions stay out of sight
+TUN = Path("/dev/net/tun")  # pasta's device, opened as the agents' user
 
 
 def default_mode() -> SandboxMode:
@@ -103,23 +105,44 @@ def parts_missing(policy: SandboxOptions) -> list[str]:
     missing = []
     if policy.mode == "bwrap" and nodump.library() is None:
         missing.append(nodump.missing_reason())
-    if policy.mode == "bwrap" and policy.network == "isolated" and not shutil.which("pasta"):
+    try:
+        user = agent_user(policy.user) if policy.mode == "bwrap" else None
+    except AgentStartError as exc:
+        missing.append(str(exc))
+        user = None
+    isolated = policy.mode == "bwrap" and policy.network == "isolated"
+    if isolated and not shutil.which("pasta"):
         missing.append(
             "pasta not found: the agents' isolated network needs it (install the Debian "
             'package passt), or set [sandbox] network = "host" (PI_BRIDGE_NETWORK=host)'
         )
+    if isolated and user is not None and not _tun_for_everyone():
+        missing.append(
+            f"{TUN} is closed to the agents' user, as whom pasta runs: give it the "
+            "distribution's mode 0666, or run the bridge as an unprivileged user"
+        )
     return missing
+
+
+def _tun_for_everyone() -> bool:
+    try:
+        return TUN.stat().st_mode & 0o006 == 0o006
+    except OSError:
+        return False
 
 
 def described(policy: SandboxOptions) -> str:
     """One line for `pi-bridge check`: what each agent's sandbox is made of."""
+    user = agent_user(policy.user)  # parts_missing said it is a user, before this
+    who = f"agents run as {user.name}" if user else "agents run as the bridge's user"
     ports = ", ".join(map(str, policy.host_ports)) or "none"
     network = {
         "isolated": f"own network through pasta, host loopback ports: {ports}",
         "host": "the host's network, loopback included",
         "off": "no network",
     }[policy.network]
-    return f"bwrap starts a sandbox; agents non-dumpable ({nodump.LIBRARY.name}); {network}"
+    preload = f"non-dumpable ({nodump.LIBRARY.name})"
+    return f"bwrap starts a sandbox; {who}, {preload}; {network}"
 
 
 def home_of(options: BridgeOptions, key: str) -> Path:
@@ -160,7 +183,8 @@ def contain(
     home.mkdir(parents=True, exist_ok=True)
     env = dict(spec.env, HOME=str(home), TMPDIR="/tmp")
     binds = _agent_config(spec.env, config, env)
-    writable = _resolved((spec.cwd, session_dir, home, config, *git_dirs, *policy.read_write))
+    owned = _resolved((spec.cwd, session_dir, home, config, *git_dirs))
+    writable = _resolved((*owned, *policy.read_write))
     hidden = hidden_paths(options, key, spec.cwd)  # what the bridge's own reads refuse too
     clash = sorted(str(p) for p in set(writable) & set(hidden))
     if clash:
@@ -177,8 +201,29 @@ def contain(
         pasta=shutil.which("pasta") if policy.network == "isolated" else None,
         host_ports=policy.host_ports,
         preload=preload,
+        user=_agent_user(policy, owned, (*writable, *(b.source for b in binds), preload)),
     )
     return replace(spec, cwd=spec.cwd.resolve(), env=env, sandbox=sandbox)
+
+
+def _agent_user(
+    policy: SandboxOptions, owned: Iterable[Path], reached: Iterable[Path]
+) -> tuple[int, int] | None:
+    """As root: the agents' user, made owner of what the agent writes, after checking
+    that it can reach everything the sandbox binds (bridge/agentuser.py)."""
+    user = agent_user(policy.user)
+    if user is None:
+        return None
+    for path in reached:
+        closed = closed_on_the_way(user, path)
+        if closed is not None:
+            raise AgentStartError(
+                f"the agents' user {user.name!r} cannot reach {path}: {closed} is closed to "
+                "it; open it (chmod o+x), keep the bridge's data and the agent elsewhere, or "
+                "choose another [sandbox] user"
+            )
+    hand_over(user, owned)
+    return (user.uid, user.gid)
 
 
 def _resolved(paths: Iterable[Path]) -> tuple[Path, ...]:

@@ -77,6 +77,13 @@ install_debian_packages() {
 }
 install_debian_packages
 
+# pasta opens the tun device as the agents' user (a root bridge's agents run as an
+# unprivileged one): it must be open to everyone, as distributions make it (0666).
+if [[ "$(id -u)" -eq 0 && -c /dev/net/tun && "$(stat -c %a /dev/net/tun)" != 666 ]]; then
+    echo "dev-setup: opening /dev/net/tun to everyone (mode 0666, the usual default) for pasta" >&2
+    chmod 0666 /dev/net/tun || echo "dev-setup: could not chmod /dev/net/tun" >&2
+fi
+
 # The library preloaded into every agent so that no tool it runs can reach its process
 # (docs/security.md, "No tool reaches pi"); built from bridge/rpc/nodump.c.
 "$venv/bin/python" -m bridge.rpc.nodump >/dev/null ||

@@ -13,6 +13,7 @@ import pytest
 
 from bridge.hidden import Sight, hidden_paths, runtime_dirs
 from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
+from tests.support.agents import SUITE_USER
 from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.paths import SUPPORT
 
@@ -25,7 +26,7 @@ EXTRA = ("run/pi-bridge.toml", "store.sqlite3")
 
 def layout(root: Path) -> BridgeOptions:
     chats = {key: ChatOptions(workspace=root / place) for key, place in WORKSPACES.items()}
-    sandbox = SandboxOptions(hidden=tuple(root / p for p in EXTRA))
+    sandbox = SandboxOptions(hidden=tuple(root / p for p in EXTRA), user=SUITE_USER)
     agent = AgentOptions(argv=("pi",), env={}, sandbox=sandbox)
     return BridgeOptions(data_dir=root / "run" / "data", agent=agent, chats=chats)
 
@@ -120,6 +121,7 @@ async def test_the_bridges_reads_see_what_the_running_agents_sandbox_shows(
     for folder in (tmp_path / "shared", run / "data" / "lookup"):
         folder.mkdir(parents=True)
     sandbox = SandboxOptions(
+        user=SUITE_USER,
         hidden=(run / "pi-bridge.toml", tmp_path / "store.sqlite3"),
         read_write=(tmp_path / "shared",),
         read_only=(run / "data" / "lookup",),

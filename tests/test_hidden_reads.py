@@ -21,7 +21,7 @@ import pytest
 from bridge.options import AgentOptions, ApprovalOptions, ChatOptions, SandboxOptions
 from bridge.paths import SEND_FILE_EXTENSION
 from tests.conftest import require_agent
-from tests.support.agents import DEFAULT_VERSION, llm_ports
+from tests.support.agents import DEFAULT_VERSION, SUITE_USER, llm_ports
 from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.paths import SUPPORT
@@ -77,7 +77,7 @@ def run_options(
     """The chat KEY works in the run dir; the config file is hidden as config loading
     hides it (bridge/app/config.py); another conversation works in `theirs/`."""
     hidden = ((run / "pi-bridge.toml").resolve(),)
-    sandbox = SandboxOptions(mode=mode, hidden=hidden, host_ports=llm_ports(env))
+    sandbox = SandboxOptions(mode=mode, hidden=hidden, host_ports=llm_ports(env), user=SUITE_USER)
     chats = {KEY: ChatOptions(workspace=run), OTHER: ChatOptions(workspace=run / "theirs")}
     return options(
         run / "data",

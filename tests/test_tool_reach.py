@@ -21,7 +21,7 @@ import pytest
 
 from bridge.options import SandboxOptions
 from bridge.sandbox import home_of
-from tests.support.agents import llm_ports
+from tests.support.agents import SUITE_USER, llm_ports
 from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
 
@@ -116,7 +116,9 @@ async def test_no_tool_reaches_pis_pipes_memory_or_environment(
     probe = Reply(tool_calls=[ToolCall("bash", {"command": command})])
     fake_llm.add("REACH", probe, Reply(text="Reached."))
     opts = options(tmp_path / "data", agent_home.argv(containment_version), agent_home.env())
-    sandbox = SandboxOptions(read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()))
+    sandbox = SandboxOptions(
+        read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()), user=SUITE_USER
+    )
     if mode == "off":
         sandbox = SandboxOptions(mode="off")
     opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
@@ -159,7 +161,9 @@ async def test_an_extension_planted_in_the_workspace_never_loads_into_pi(
         "PLANT", Reply(tool_calls=[ToolCall("bash", {"command": plant})]), Reply(text="Planted.")
     )
     fake_llm.add("AGAIN", Reply(text="Started again."))
-    sandbox = SandboxOptions(read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()))
+    sandbox = SandboxOptions(
+        read_only=(tmp_path,), host_ports=llm_ports(agent_home.env()), user=SUITE_USER
+    )
     opts = options(tmp_path / "data", agent_home.argv(containment_version), agent_home.env())
     opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
     async with running_bridge(opts) as harness:

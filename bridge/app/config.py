@@ -320,6 +320,7 @@ def _sandbox(config: Config, path: Path | None, data_dir: Path, cwd: Path) -> Sa
         mode=section.mode,
         network="host" if section.network == "on" else section.network,
         host_ports=tuple(dict.fromkeys(section.host_ports)),
+        user=section.user.strip(),
         read_write=tuple((cwd / p).resolve() for p in section.read_write),
         read_only=tuple((cwd / p).resolve() for p in section.read_only),
         hidden=tuple(p for p in hidden if not p.is_relative_to(data_dir)),

@@ -32,6 +32,7 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "PI_BRIDGE_SANDBOX": (("sandbox", "mode"), "str"),
     "PI_BRIDGE_NETWORK": (("sandbox", "network"), "str"),
     "PI_BRIDGE_HOST_PORTS": (("sandbox", "host_ports"), "list"),
+    "PI_BRIDGE_SANDBOX_USER": (("sandbox", "user"), "str"),
     "PI_BRIDGE_APPROVALS": (("approvals", "mode"), "str"),
     "PI_BRIDGE_ALLOW_EVERYONE": (("allow_everyone",), "str"),
     "PI_BRIDGE_MAX_PER_USER": (("limits", "max_per_user"), "str"),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from bridge.agentuser import KEPT_ROOT
 from bridge.app import serving
 from bridge.app.platforms import for_platform, open_platforms
 from bridge.metrics import Metrics, serve_metrics
@@ -225,6 +226,12 @@ def _contain_agents(options: BridgeOptions) -> None:
     missing = parts_missing(options.agent.sandbox)
     if missing:
         raise SandboxUnavailable(f"{'; '.join(missing)}. Agents cannot start without it")
+    if os.geteuid() == 0 and options.agent.sandbox.user in KEPT_ROOT:
+        log.warning(
+            "agents run as root ([sandbox] user = %r): without capabilities, but they can "
+            "read root's own files (docs/security.md)",
+            options.agent.sandbox.user,
+        )
 
 
 def described(exc: BaseException) -> str:

@@ -108,6 +108,7 @@ class SandboxSection(_Section):
     # "on" is the old spelling of "host" (before the agent had a network of its own).
     network: Literal["isolated", "host", "off", "on"] = "isolated"
     host_ports: list[Annotated[int, Field(ge=1, le=65535)]] = []  # e.g. a local model server
+    user: str = ""  # who a root bridge's agents run as ("" = nobody); not root
     read_write: list[Path] = []  # extra paths every agent may write (a shared cache)
     read_only: list[Path] = []  # extra paths it may read inside hidden trees or /tmp
 

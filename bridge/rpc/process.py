@@ -97,7 +97,10 @@ def keeper_arguments(spec: AgentSpec) -> tuple[list[str], str, list[str]]:
     if spec.sandbox is not None:
         # Inside, argv[0] is exec'd as named: the path found here is the same path there.
         command = bwrap_argv(spec.sandbox, spec.cwd, [found, *spec.argv[1:]])
-        return [*_network_flags(spec.sandbox), "--stdio-fds"], command[0], command
+        flags = [*_network_flags(spec.sandbox), "--stdio-fds"]
+        if spec.sandbox.user is not None:
+            flags.append("--user={}:{}".format(*spec.sandbox.user))
+        return flags, command[0], command
     return ["--no-caps"], found, list(spec.argv)
 
 

@@ -28,6 +28,10 @@ both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. He
   host's loopback reached only on SPEC's ports, the gateway not mapped to the host),
   wait until its route is there, then let bwrap go on. pasta is our child and is ended
   with the rest when the agent has exited;
+- with `--user=UID:GID` (a root bridge's agent, `bridge/agentuser.py`) bwrap, and so
+  the agent, is started as that unprivileged user, with no supplementary groups, and so
+  is pasta (it opens the namespaces bwrap made as that user); we stay root, to end what
+  the agent leaves;
 - this process is non-dumpable: without the sandbox the agent's tools share our user,
   and we hold the agent's stderr.
 
@@ -57,7 +61,7 @@ HANDLED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, BRIDGE_DIED, signal.SIG
 KILL_AFTER = 2.0
 SWEEP_TIME = 2.0
 # Each at most once, before the executable; the last two carry a value (`--pasta=PATH`).
-FLAGS = frozenset({"--no-caps", "--stdio-fds", "--pasta", "--host-ports"})
+FLAGS = frozenset({"--no-caps", "--stdio-fds", "--pasta", "--host-ports", "--user"})
 NET_INFO_FD, NET_BLOCK_FD = 5, 6  # as bridge/rpc/sandbox.py passes them to bwrap
 # bwrap makes its namespaces in milliseconds and pasta configures one in ~60 ms; this
 # long means a broken setup, which fails the agent's start with pasta's own words.
@@ -174,6 +178,14 @@ def _start(executable: str, argv: list[str], flags: dict[str, str], fds: dict[in
             os.close(null)
         else:
             place(fds)
+        if "--user" in flags:
+            uid, gid = (int(part) for part in flags["--user"].split(":"))
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # a change of user clears it
+            if os.getppid() != keeper:
+                os._exit(143)
         os.execv(executable, argv)
     except BaseException as exc:  # the child must never return into our loop
         print(f"cannot start {executable}: {exc}", file=sys.stderr)
@@ -240,7 +252,9 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
         return False  # bwrap failed before making its namespaces: it says why itself
     pasta = [flags["--pasta"], "--config-net", "--quiet", "--foreground", "--no-map-gw"]
     pasta += ["-t", "none", "-u", "none", "-U", "none", "-T", flags.get("--host-ports") or "none"]
-    pasta += ["--runas", f"{os.geteuid()}:{os.getegid()}", str(holder)]
+    # As the sandbox's own user: it must open the namespaces bwrap made as that user.
+    runas = flags.get("--user") or f"{os.geteuid()}:{os.getegid()}"
+    pasta += ["--runas", runas, str(holder)]
     helper = os.fork()
     if helper == 0:
         try:

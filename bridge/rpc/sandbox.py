@@ -79,6 +79,7 @@ class Sandbox:
     pasta: str | None = None  # the pasta executable, for network "isolated"
     host_ports: tuple[int, ...] = ()  # host loopback TCP ports an isolated agent reaches
     preload: Path | None = None  # the non-dumpable library (bridge/rpc/nodump.py)
+    user: tuple[int, int] | None = None  # uid and gid the keeper drops to (a root bridge)
 
 
 Kind = int  # _HIDE, _HIDE_FILE, _WRITE or _READ

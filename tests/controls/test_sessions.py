@@ -16,7 +16,7 @@ from bridge.controls.sessions import GONE, NO_WORKSPACE, NONE_YET, TITLE, entry
 from bridge.options import AgentOptions, SandboxOptions
 from bridge.sessionfiles import SessionFile, Summary, new_session_name
 from tests.conftest import require_agent
-from tests.support.agents import DEFAULT_VERSION, LEGACY_VERSION, llm_ports
+from tests.support.agents import DEFAULT_VERSION, LEGACY_VERSION, SUITE_USER, llm_ports
 from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.fake_llm import Reply
 
@@ -50,7 +50,7 @@ def legacy_options(agent_home: AgentHome, tmp_path: Path) -> BridgeOptions:
         argv=tuple(agent_home.argv(LEGACY_VERSION)),
         env=agent_home.env(),
         session_flags=False,
-        sandbox=SandboxOptions(host_ports=llm_ports(agent_home.env())),
+        sandbox=SandboxOptions(host_ports=llm_ports(agent_home.env()), user=SUITE_USER),
     )
     return options(tmp_path / "data", [], {}, agent=agent)
 

@@ -30,6 +30,7 @@ from bridge.rpc.errors import AgentStartError
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
 from bridge.rpc.sandbox import STDIO_SHIM, Bind, Network, Sandbox, bwrap_argv
 from bridge.sandbox import config_of, contain, home_of, probe
+from tests.support.agents import SUITE_USER
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import ALICE, TOKEN, FakeTelegram
@@ -146,7 +147,7 @@ def options(
     (agent_dir / "sessions").mkdir()
     (agent_dir / "models.json").write_text('{"providers": {}}')
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
-    sandbox = SandboxOptions(mode="bwrap" if mode == "bwrap" else "off")
+    sandbox = SandboxOptions(mode="bwrap" if mode == "bwrap" else "off", user=SUITE_USER)
     return BridgeOptions(
         data_dir=tmp_path / "data",
         agent=AgentOptions(argv=("/usr/bin/true",), env=env, sandbox=sandbox),

@@ -38,6 +38,12 @@ PACKAGES = {
     "0.13.2": "@mariozechner/pi-coding-agent",
 }
 
+# Who the suite's sandboxed agents run as when it runs as root (as in CI): kept root on
+# purpose (`[sandbox] user = "root"`), because the suite keeps them where an unprivileged
+# user cannot reach (pytest's 0700 temporary folders, an interpreter in root's home).
+# tests/test_agent_user.py runs a real agent as the default unprivileged user instead.
+SUITE_USER = "root"
+
 PROVIDER = "fake"
 MODEL = "fake-model"
 API_KEY = "fake-key"

@@ -18,7 +18,7 @@ from bridge.model import ButtonPress, ChatRef, Inbound, PlatformLimits, Sender
 from bridge.options import AgentOptions, BridgeOptions, SandboxOptions
 from bridge.service import Bridge
 from bridge.store import open_store
-from tests.support.agents import llm_ports
+from tests.support.agents import SUITE_USER, llm_ports
 from tests.support.recording_adapter import RecordingAdapter
 
 if TYPE_CHECKING:
@@ -114,7 +114,9 @@ def options(
         "data_dir": data_dir,
         # As deployed: every agent of these journeys runs in its sandbox.
         "agent": AgentOptions(
-            argv=tuple(argv), env=dict(env), sandbox=SandboxOptions(host_ports=llm_ports(env))
+            argv=tuple(argv),
+            env=dict(env),
+            sandbox=SandboxOptions(host_ports=llm_ports(env), user=SUITE_USER),
         ),
         "allowed_users": frozenset({OWNER.id, STRANGER.id}),
     }

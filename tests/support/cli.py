@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import anyio
 
-from tests.support.agents import DEFAULT_VERSION, llm_ports
+from tests.support.agents import DEFAULT_VERSION, SUITE_USER, llm_ports
 from tests.support.paths import REPO
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ def cli_env(tmp_path: Path, home: AgentHome | None = None, **extra: str) -> dict
         # The fake LLM is on the host's loopback, which an isolated agent reaches only
         # on the ports listed, as an operator lists a local model server's.
         env["PI_BRIDGE_HOST_PORTS"] = ",".join(map(str, llm_ports(env)))
+    env["PI_BRIDGE_SANDBOX_USER"] = SUITE_USER
     return env | extra
 
 

@@ -16,7 +16,7 @@ from bridge.dialogs import NO_LONGER_ACTIVE, NOT_YOURS
 from bridge.options import AgentOptions, SandboxOptions
 from tests.adapters.telegram.test_e2e import CHAT, WAIT, marked, telegram_bot
 from tests.conftest import require_agent
-from tests.support.agents import AGENT_VERSIONS, LEGACY_VERSION, llm_ports
+from tests.support.agents import AGENT_VERSIONS, LEGACY_VERSION, SUITE_USER, llm_ports
 from tests.support.bridge_harness import options
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.journeys import UNSTEERED, requests_with
@@ -55,7 +55,7 @@ def bridge_options(version: str, home: AgentHome, tmp_path: Path) -> BridgeOptio
         argv=tuple(home.argv(version)),
         env=home.env(),
         session_flags=version != LEGACY_VERSION,
-        sandbox=SandboxOptions(host_ports=llm_ports(home.env())),
+        sandbox=SandboxOptions(host_ports=llm_ports(home.env()), user=SUITE_USER),
     )
     return options(tmp_path / "data", [], {}, agent=agent)
 
