@@ -3,10 +3,11 @@
 Starts the project-installed pi agent (`.agents/bin/pi-<version>`) the way a
 conversation does: with `PI_BRIDGE_SANDBOX=off`, in its bwrap sandbox on the host's
 network (`network = "host"`, the default before each agent had its own), and in its
-bwrap sandbox with its own network through pasta (`"isolated"`, the default); the
-same `contain()` the bridge uses (private home, config copy, hidden data dir, the
-non-dumpable preload). The three alternate so that load on the machine falls on all
-alike, and it times
+bwrap sandbox with its own network through pasta (`"isolated"`, the default), and, run
+as root, the same as the unprivileged agents' user (`"dropped"`: the default of a root
+bridge; the others keep root with `user = "root"`); the same `contain()` the bridge uses
+(private home, config copy, hidden data dir, the non-dumpable preload). They alternate
+so that load on the machine falls on all alike, and it times
 from spawn to the first `get_state` answer (the bridge waits for that before it
 sends a prompt). A second pair does the same for `/bin/true`, which exits at once:
 the floor of the start path itself (keeper, bwrap, namespaces, mounts), without
@@ -35,7 +36,7 @@ if __package__ in (None, ""):
     # Run as a script: measure this checkout's `bridge`, not some installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bridge.options import AgentOptions, BridgeOptions, SandboxOptions
+from bridge.options import AgentOptions, BridgeOptions, NetworkMode, SandboxOptions
 from bridge.rpc import AgentClient
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
 from bridge.sandbox import contain
@@ -43,7 +44,8 @@ from bridge.sandbox import contain
 ROOT = Path(__file__).resolve().parents[1]
 
 
-MODES = ("off", "host", "isolated")  # no sandbox; bwrap on the host's network; its own
+# No sandbox; bwrap on the host's network; its own network; and as the agents' user.
+MODES = ("off", "host", "isolated", *(("dropped",) if os.geteuid() == 0 else ()))
 
 
 def options(data: Path, argv: tuple[str, ...], mode: str) -> BridgeOptions:
@@ -52,7 +54,8 @@ def options(data: Path, argv: tuple[str, ...], mode: str) -> BridgeOptions:
     if mode == "off":
         sandbox = SandboxOptions(mode="off")
     else:
-        sandbox = SandboxOptions(mode="bwrap", network="host" if mode == "host" else "isolated")
+        network: NetworkMode = "host" if mode == "host" else "isolated"
+        sandbox = SandboxOptions(network=network, user="" if mode == "dropped" else "root")
     return BridgeOptions(data_dir=data, agent=AgentOptions(argv=argv, env=env, sandbox=sandbox))
 
 
@@ -101,6 +104,8 @@ def summary(name: str, results: dict[str, list[float]]) -> None:
     print(ratio("host", "off"))
     print(ratio("isolated", "off"))
     print(ratio("isolated", "host"))
+    if "dropped" in results:
+        print(ratio("dropped", "isolated"))
 
 
 async def main() -> None:
@@ -114,6 +119,7 @@ async def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     with tempfile.TemporaryDirectory(prefix="pi-bridge-bench-") as scratch:
         data = Path(scratch)
+        await anyio.Path(data).chmod(0o711)  # the agents' user passes through to its folders
         (data / "operator").mkdir()
         argv = (str(pi), "--mode", "rpc")
         for name, measure, runs in (
