@@ -10,6 +10,7 @@ is the top of a git work tree (loading the file does no I/O; this is where it is
 from __future__ import annotations
 
 import dataclasses
+import os
 import secrets
 import shutil
 import tempfile
@@ -122,6 +123,7 @@ async def _check_agent(options: BridgeOptions) -> str:
     # It starts as it will serve: in its sandbox, where the mode says so.
     with tempfile.TemporaryDirectory(prefix="pi-bridge-check-") as scratch:
         root = Path(scratch)
+        os.chmod(scratch, 0o711)  # a root bridge's agents' user passes, as to the data dir
         trial = dataclasses.replace(options, data_dir=root, chats={})
         (root / "workspace").mkdir()
         (root / "session").mkdir()
