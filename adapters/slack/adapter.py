@@ -13,6 +13,12 @@ chunks of markdown and task cards) in threads of DMs and in channel threads whos
 first writer the runner noted (`recipients.py`: Slack wants the reader outside DMs);
 elsewhere, or with `stream=False`, answers are posted and edited. `set_status` is
 the thread's status line (assistant.threads.setStatus).
+
+Agent text is shown, never obeyed (format.py): a stream's text comes disarmed from the
+outbox, and the mrkdwn fields that carry agent text, a file's caption
+(`initial_comment`) and the status line (it names the running tool), are escaped
+(`mrkdwn`). Slack does not say how it reads a status line; escaped, it holds no control
+either way.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from slack_sdk.errors import SlackApiError
 
 from adapters.slack.convert import Identity, is_dm, parse_press_ref
 from adapters.slack.failures import translated
-from adapters.slack.format import chunks, fallback_text, format_markdown, message_blocks
+from adapters.slack.format import chunks, fallback_text, format_markdown, message_blocks, mrkdwn
 from adapters.slack.forms import modal
 from adapters.slack.recipients import Recipients
 from bridge.attachments import too_large
@@ -187,8 +193,9 @@ class SlackAdapter:
     async def start_stream(
         self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
     ) -> MessageRef:
-        args: dict[str, Any] = {"channel": chat.chat_id, "chunks": chunks(markdown, tasks)}
-        args["thread_ts"] = chat.thread_id
+        args: dict[str, Any] = {"channel": chat.chat_id, "thread_ts": chat.thread_id}
+        if content := chunks(markdown, tasks):  # a stream may start empty (nothing settled)
+            args["chunks"] = content
         recipient = self.recipients.of(chat)
         if recipient is not None and not is_dm(chat.chat_id):
             args["recipient_team_id"], args["recipient_user_id"] = recipient
@@ -215,7 +222,7 @@ class SlackAdapter:
             return
         with translated():
             await self.client.assistant_threads_setStatus(
-                channel_id=chat.chat_id, thread_ts=chat.thread_id, status=text
+                channel_id=chat.chat_id, thread_ts=chat.thread_id, status=mrkdwn(text)
             )
 
     async def delete(self, ref: MessageRef) -> None:
@@ -235,7 +242,7 @@ class SlackAdapter:
                 filename=filename,
                 title=filename,
                 file=data,
-                initial_comment=caption or None,
+                initial_comment=mrkdwn(caption) or None,
             )
         file = done.get("file") or {}
         return MessageRef(chat, FILE_PREFIX + str(file.get("id") or ""))

@@ -17,11 +17,12 @@ controls (`<!here>`, `<!channel>`, `<!everyone>`, `<!subteam^…>`, `<@U…>`, `
 `disarmed` Markdown (bridge/render/textbits.py: in text `<`, `>` and `&` become
 entities, raw HTML shows as written, a link shows its address, "@" is parted from a
 name), and in code, which is shown verbatim, each control is broken by a WORD JOINER
-after its "<" (`_guarded`), and so is a broadcast's "@". A stream gets its Markdown a
-piece at a time, cut anywhere, so only what holds without context (`streamed`): the
-controls and broadcasts broken, a piece never ending in a "<" or "@" that the next
-piece could complete, and link syntax broken apart (`](`, a reference definition) so
-a link shows as written, address and all.
+after its "<" (`_guarded`), and so is a broadcast's "@". A stream's text comes already
+disarmed from the outbox (`bridge.outbox.streams.markdown_of`: what a block would show,
+sent as far as it is settled), so each piece only gets `_guarded` too, and a piece cut
+inside a word (only a run longer than a request takes) never ends in a "<" or "@" the
+next piece could complete (`streamed`). Other mrkdwn fields with agent text (a file's
+caption, the thread's status line, the fallback) get Slack's escaping (`mrkdwn`).
 """
 
 from __future__ import annotations
@@ -57,8 +58,6 @@ _BROADCASTS = ("here", "channel", "everyone")
 _BROADCAST = re.compile(rf"(?<!\w)@(?=(?:{'|'.join(_BROADCASTS)})\b)", re.IGNORECASE)
 # The end of a stream piece that the next piece could make a control or a broadcast.
 _OPEN_END = re.compile(rf"<(?!{WORD_JOINER})[^\s<>]*$|(?<!\w)@(\w*)$")
-_INLINE_LINK = re.compile(r"\](?=\()")
-_DEFINITION = re.compile(r"^( {0,3}\[[^\]\n]*\])(?=:)", re.MULTILINE)
 
 
 def format_markdown(markdown: str, limit: int) -> list[str]:
@@ -81,10 +80,9 @@ def shown(markdown: str) -> str:
     return _guarded(disarmed(markdown))
 
 
-def streamed(markdown: str) -> str:
-    """A piece of a stream's Markdown, cut anywhere: what holds without its context."""
-    unlinked = _DEFINITION.sub(rf"\1{WORD_JOINER}", _INLINE_LINK.sub("]" + WORD_JOINER, markdown))
-    return _closed(_guarded(unlinked))
+def streamed(piece: str) -> str:
+    """A piece of a stream's text, disarmed already (`markdown_of`), as a block gets it."""
+    return _closed(_guarded(piece))
 
 
 def message_blocks(text: str, markup: Markup, buttons: Keyboard) -> tuple[str, list[Block]]:
@@ -101,8 +99,9 @@ def message_blocks(text: str, markup: Markup, buttons: Keyboard) -> tuple[str, l
 
 
 def chunks(markdown: str, tasks: Sequence[Task] = ()) -> list[Block]:
-    """A stream's content: the Markdown, then a task_update chunk per card. Always
-    chunks, never `markdown_text`: Slack refuses a stream that mixes the two ways."""
+    """A stream's content: a piece of its text (`streamed`), then a task_update chunk
+    per card. Always chunks, never `markdown_text`: Slack refuses a stream that mixes
+    the two ways."""
     content: list[Block] = (
         [{"type": "markdown_text", "text": streamed(markdown)}] if markdown else []
     )
@@ -116,9 +115,15 @@ def chunks(markdown: str, tasks: Sequence[Task] = ()) -> list[Block]:
 
 
 def fallback_text(text: str) -> str:
-    # The fallback is read as mrkdwn, where &, < and > are control characters.
+    return mrkdwn(text)[:MESSAGE_TEXT_MAX] or EMPTY
+
+
+def mrkdwn(text: str) -> str:
+    """Text for a field Slack reads as mrkdwn, where &, < and > are control characters
+    (docs.slack.dev/messaging/formatting-message-text#escaping): escaped, and a
+    broadcast's "@" parted from its name."""
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _BROADCAST.sub("@" + WORD_JOINER, escaped)[:MESSAGE_TEXT_MAX] or EMPTY
+    return _BROADCAST.sub("@" + WORD_JOINER, escaped)
 
 
 def action_blocks(buttons: Keyboard) -> list[Block]:

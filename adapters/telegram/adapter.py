@@ -10,6 +10,10 @@ for private chats and for groups.
 
 PTB rewrites error texts ("Bad Request: " dropped, first letter capitalized), so
 descriptions are matched case-insensitively on a fragment.
+
+Text without a parse mode (the bridge's plain messages, the fallback of a message whose
+MarkdownV2 Telegram refused, captions) carries agent text as well, and Telegram finds
+mentions and `tg:` links in it by itself: it goes out through `format.plain`.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
 from adapters import errors
-from adapters.telegram.format import format_markdown
+from adapters.telegram.format import format_markdown, plain
 from bridge.model import (
     BadFormatting,
     ChatRef,
@@ -117,7 +121,7 @@ class TelegramAdapter:
             await self.bot.send_message_draft(
                 chat_id=int(chat.chat_id),
                 draft_id=draft_id,
-                text=text,
+                text=_shown(text, markup),
                 parse_mode=_parse_mode(markup),
             )
 
@@ -146,7 +150,7 @@ class TelegramAdapter:
         with platform_errors():
             sent = await self.bot.send_message(
                 chat_id=chat.chat_id,
-                text=text,
+                text=_shown(text, markup),
                 parse_mode=_parse_mode(markup),
                 reply_markup=reply_markup,
                 message_thread_id=_thread(chat),
@@ -160,7 +164,7 @@ class TelegramAdapter:
         # Without reply_markup Telegram drops the keyboard: "replace text and buttons".
         with platform_errors():
             await self.bot.edit_message_text(
-                text=text,
+                text=_shown(text, markup),
                 chat_id=ref.chat.chat_id,
                 message_id=int(ref.message_id),
                 parse_mode=_parse_mode(markup),
@@ -174,6 +178,7 @@ class TelegramAdapter:
     async def upload(
         self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
     ) -> MessageRef:
+        caption = plain(caption, LIMITS.max_caption)
         if filename.lower().endswith(PHOTO_SUFFIXES) and len(data) <= PHOTO_MAX:
             # Shown in the chat as a picture; one Telegram will not take as a photo
             # (its size, its sides) still arrives, as the file it is.
@@ -265,6 +270,10 @@ def _private(chat: ChatRef) -> bool:
         return int(chat.chat_id) > 0
     except ValueError:
         return False
+
+
+def _shown(text: str, markup: Markup) -> str:
+    return plain(text) if markup == "plain" else text
 
 
 def _parse_mode(markup: Markup) -> str | None:

@@ -9,7 +9,11 @@ obeyed. `disarmed` (bridge/render/textbits.py) runs first, so text that looks li
 tag arrives as written (the converter drops raw HTML), a link shows its address, and
 an @username is not one Telegram would turn into a mention. The converter's entities
 are then held to that (`_inert`): only formatting, and links whose text is their own
-http(s) address; never a `text_mention`, a `tg://` link or a custom emoji.
+http(s) address; never a `text_mention`, a `tg://` link or a custom emoji. Text sent
+without a parse mode (the fallback when Telegram refuses the MarkdownV2, which is the
+Markdown source; captions) is read by Telegram for mentions and links all the same:
+`plain` parts each "@" from a name and "tg:" from its address with a WORD JOINER. The
+bridge sends no mention of its own on Telegram, so nothing it means is lost.
 
 Splitting happens on the Markdown source (`bridge.textsplit.split_text`: at
 paragraphs, then lines, closing and reopening code fences), so each message
@@ -21,12 +25,13 @@ split again, smaller, until it fits.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import telegramify_markdown
 from telegram.constants import MessageLimit
 
-from bridge.render.textbits import disarmed
+from bridge.render.textbits import WORD_JOINER, disarmed, unmentioned
 from bridge.textsplit import split_text
 
 if TYPE_CHECKING:
@@ -50,6 +55,7 @@ _FORMATTING = frozenset(
     }
 )
 _WEB = ("http://", "https://")
+_TG_ADDRESS = re.compile(r"(?<![\w.+-])tg:(?=\S)", re.IGNORECASE)
 
 
 def utf16_len(text: str) -> int:
@@ -67,6 +73,18 @@ def to_markdown_v2(markdown: str) -> str:
 def format_markdown(markdown: str, limit: int = MAX_TEXT) -> list[str]:
     """MarkdownV2 messages of at most `limit` UTF-16 units each; `[]` for empty text."""
     return _fit(markdown, limit, to_markdown_v2)
+
+
+def plain(text: str, limit: int = MAX_TEXT) -> str:
+    """Text Telegram gets without a parse mode, shown and not obeyed: no "@name" it
+    would make a mention, no `tg:` address it would make a link; a text within `limit`
+    UTF-16 units that the word joiners make longer is cut to fit, with an ellipsis (one
+    already over it is refused as it is: TooLong, and the outbox cuts it)."""
+    parted = _TG_ADDRESS.sub(lambda m: m[0] + WORD_JOINER, unmentioned(text))
+    if utf16_len(parted) <= limit or utf16_len(text) > limit:
+        return parted
+    units = parted.encode("utf-16-le", "surrogatepass")[: max(0, limit - 1) * 2]
+    return units.decode("utf-16-le", "ignore") + "…"
 
 
 def split_plain(text: str, limit: int = MAX_TEXT) -> list[str]:

@@ -10,6 +10,15 @@ a stream posts and edits from then on, as for drafts (`refusals.py`). A stream t
 platform ended (`StreamEnded`: Slack ends one after about five minutes, or its reader
 stopped it) is an ordinary message from then on. The ops of a run (`Send.run`) stream
 together instead (`runs.py`, its record `RunStream` here).
+
+What a stream takes is the text a posted message shows, not the agent's Markdown
+source (`markdown_of`): the agent's text is shown, never obeyed, and the platform reads
+a stream as one text, each append added to what it holds (chat.appendStream: "appended
+to the message received so far"). So at every moment the stream must hold `disarmed`
+Markdown, and what it holds must stay the beginning of what follows: while a text grows
+(`draft`) only its `settled` part goes out (no link, code span or tag still open), and
+pieces are cut where the text before the cut is settled too, so a stream that goes on
+in a new message never starts inside a link or code.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import anyio
 from bridge.model import MessageGone
 from bridge.outbox.pacing import Budget
 from bridge.outbox.refusals import Refusals
+from bridge.render.textbits import disarmed, sealed, settled
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -160,11 +170,21 @@ def extension(streamed: str, markdown: str) -> str | None:
 
 
 def markdown_of(op: Send | Edit) -> str:
-    """The Markdown source a stream takes (`plain` of a formatted view)."""
-    return op.plain or op.text
+    """The Markdown a stream shows for `op`: its source (`plain` of a formatted view)
+    disarmed, as a posted message shows it; while it grows (`draft`), only as far as it
+    is settled; whole, with a code block left open closed (a run's next text follows)."""
+    source = op.plain or op.text
+    if op.draft:
+        return disarmed(settled(source), streamed=True)
+    return sealed(disarmed(source, streamed=True))
 
 
 def pieces(text: str, limit: int) -> list[str]:
-    """`text` in pieces of at most `limit` characters (none for an empty text)."""
-    limit = max(1, limit)
-    return [text[i : i + limit] for i in range(0, len(text), limit)]
+    """`text` in pieces of at most `limit` characters (none for an empty text), each
+    cut where the text before it is settled, when there is such a place."""
+    limit, out = max(1, limit), []
+    while len(text) > limit:
+        cut = len(settled(text[:limit])) or limit
+        out.append(text[:cut])
+        text = text[cut:]
+    return [*out, text] if text else out

@@ -13,7 +13,9 @@ in plain text `<`, `>` and `&` are written as entities and an "@" starting a wor
 parted from it by a WORD JOINER, so no platform reads a tag, a control or a mention
 in it. Code is left as written. The pass repeats until it finds nothing to change,
 which is the invariant: the result parses with no raw HTML, no link but those
-showing their address, and no mention.
+showing their address, and no mention. A stream's text, which more text follows in
+the same message, also shows each link reference definition as text, and is shown
+only as far as nothing written after it changes it (`settled`).
 """
 
 from __future__ import annotations
@@ -114,8 +116,9 @@ _OPTIONS = (
 _WEB = ("http://", "https://")
 _ROUNDS = 5  # a second pass finds nothing to change; more means a parser surprise
 # An "@" a name could follow: in this run, after a spoiler's "||" (telegramify-markdown
-# reads those), or after the run ends (`@**bob**`).
-_MENTION = re.compile(r"(?<!\w)@(?=[\w|]|$)")
+# reads those) or emphasis, or after the run ends (`@**bob**`); after "_" too, which
+# may end up closing emphasis before it (so a growing text parts it the same way).
+_MENTION = re.compile(r"(?<![^\W_])@(?=[\w|*~`]|$)")
 _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 _RAW = re.compile(r"[<>]|&(?!#?\w+;)")  # what a platform could read as markup in text
 # What could be Markdown where a replacement lands (at a line start, in a table cell).
@@ -127,13 +130,15 @@ _URL_SAFE = "/:?#[]@!$&'()*+,;=%~"
 Edit = tuple[int, int, str]  # UTF-8 byte range of the source, and its replacement
 
 
-def disarmed(markdown: str, *, math: bool = False) -> str:
+def disarmed(markdown: str, *, math: bool = False, streamed: bool = False) -> str:
     """`markdown` with nothing left in it that acts, only text that shows; `math`: parse
-    `$…$` as math (as the Telegram converter does) so math is left as written."""
+    `$…$` as math (as the Telegram converter does) so math is left as written;
+    `streamed`: more text follows in the same message, so no definition is kept."""
     options = (_OPTIONS | pyromark.Options.ENABLE_MATH) if math else _OPTIONS
     for _ in range(_ROUNDS):
         source = markdown.encode()
-        edits = [e for e in _edits(source, options) if source[e[0] : e[1]] != e[2].encode()]
+        found = _edits(source, options, streamed=streamed)
+        edits = [e for e in found if source[e[0] : e[1]] != e[2].encode()]
         if not edits:
             return markdown
         markdown = _applied(source, edits)
@@ -180,15 +185,20 @@ class _Link:
         return False
 
 
-def _edits(source: bytes, options: pyromark.Options) -> Iterator[Edit]:
-    """What to replace in `source`, in order; links and raw HTML whole, text in runs."""
+def _edits(source: bytes, options: pyromark.Options, *, streamed: bool) -> Iterator[Edit]:
+    """What to replace in `source`, in order; links and raw HTML whole, text in runs,
+    and in a stream the "[" opening each link reference definition (`_definition`)."""
     link: _Link | None = None
     in_code = False
+    seen = 0  # how far the events have read `source`
     event: Any
     markdown = source.decode()
     for event, span in pyromark.events_with_range(markdown, options=options, merge_text=True):
         start, end = span["start"], span["end"]
         opened = event.get("Start") if isinstance(event, dict) else None
+        if streamed and start > seen and link is None and not in_code:
+            yield from _definition(source, seen, start)
+        seen = max(seen, start if opened is not None else end)
         if link is not None:
             if link.ended_by(event):
                 yield link.start, link.end, _shown_link("".join(link.label), link.data)
@@ -208,6 +218,18 @@ def _edits(source: bytes, options: pyromark.Options) -> Iterator[Edit]:
         elif "InlineMath" in event or "DisplayMath" in event:
             # Shown as code, but telegramify-markdown reads "$5 or $6" as text again.
             yield start, end, _MENTION.sub("@" + WORD_JOINER, source[start:end].decode())
+    if streamed:
+        yield from _definition(source, seen, len(source))
+
+
+def _definition(source: bytes, start: int, end: int) -> Iterator[Edit]:
+    """A link reference definition is the only Markdown no event reports: what lies
+    between events holds one where it holds a "[". Escaped, it is a paragraph's text,
+    and no "[name]" in the stream becomes its link, even one before it (another
+    message of a run's stream; a posted message links none of its own)."""
+    at = source.find(b"[", start, end)
+    if at >= 0:
+        yield at, at + 1, "\\["
 
 
 def _text_edit(source: bytes, start: int, end: int, text: str) -> Iterator[Edit]:
@@ -248,3 +270,130 @@ def _applied(source: bytes, edits: list[Edit]) -> str:
         at = end
     out.append(source[at:])
     return b"".join(out).decode()
+
+
+def unmentioned(text: str) -> str:
+    """`text` with each "@" that starts a name parted from it by a WORD JOINER (for
+    text a platform reads without any markup)."""
+    return _MENTION.sub("@" + WORD_JOINER, text)
+
+
+# --- A text still being written ---------------------------------------------------------
+
+# Blocks whose text is read as it grows; a code or HTML block is shown once closed (its
+# content is not Markdown: a stream cut inside it could go on as text).
+_GROWING = frozenset({"Paragraph", "Heading", "Item", "TableHead", "TableRow", "Rule"})
+_HELD = frozenset({"CodeBlock", "HtmlBlock"})
+# What may still change meaning as more text comes: an escape, a code span's backticks,
+# a link's "[" and "]", a "<" that could open a tag or an autolink, and an end that the
+# next character could make an entity, an image or a fence of "~".
+_OPENER = re.compile(r"\\.?|`+|!?\[|\]|<(?=[A-Za-z/!?]|$)|&#?\w*$|!$|~+$", re.DOTALL)
+_FENCE = re.compile(r"`{3,}|~{3,}")
+_UNSETTLED = " \t@"  # an end the next character changes: an "@" (a name?), spaces (code?)
+_LIST_MARKER = re.compile(r"[-+*]|\d{1,9}[.)]")
+
+
+def settled(markdown: str) -> str:
+    """The beginning of a growing `markdown` that no text written after it changes as
+    `disarmed` reads it (but a reference defined later): every block but the last, and
+    of the last what no opener still waits on; a code or HTML block once closed."""
+    source = markdown.encode()
+    last = _last_block(source)
+    if last.kind in _HELD and not last.closed(source):
+        return source[: last.start].decode().rstrip(_UNSETTLED)
+    head = source[: last.end if last.kind in _HELD else last.start].decode()
+    rest = markdown[len(head) :]
+    return (head + rest[: _pending(rest)]).rstrip(_UNSETTLED)
+
+
+def sealed(markdown: str) -> str:
+    """`markdown` with a fenced code block left open at its end closed as it opened (in
+    its quote or list item): no text put after it is read as code, nor its code as text."""
+    source = markdown.encode()
+    last = _last_block(source)
+    if last.kind != "CodeBlock" or not last.fenced or last.closed(source):
+        return markdown
+    line = source[source.rfind(b"\n", 0, last.start) + 1 :].split(b"\n", 1)[0].decode()
+    fence = _FENCE.search(line)
+    if fence is None:
+        return markdown
+    indent = _LIST_MARKER.sub(lambda m: " " * len(m[0]), line[: fence.start()])
+    return markdown + ("" if markdown.endswith("\n") else "\n") + indent + fence[0]
+
+
+@dataclass
+class _Block:
+    """The last block a Markdown text opens (byte offsets into its UTF-8 source)."""
+
+    kind: str = ""
+    start: int = 0
+    end: int = 0
+    fenced: bool = False
+    body: int = 0  # a code block's: where its content ends
+
+    def closed(self, source: bytes) -> bool:
+        """A fenced code block is closed when a fence follows its content."""
+        tail = source[self.body : self.end]
+        return self.kind == "CodeBlock" and self.fenced and (b"`" in tail or b"~" in tail)
+
+
+def _last_block(source: bytes) -> _Block:
+    last = _Block()
+    for event, span in pyromark.events_with_range(source.decode(), options=_OPTIONS):
+        opened = event.get("Start") if isinstance(event, dict) else event
+        name = next(iter(opened)) if isinstance(opened, dict) else opened
+        if name in _GROWING or name in _HELD:
+            fenced = isinstance(opened, dict) and isinstance(opened[name], dict)
+            line_end = source.find(b"\n", span["start"])
+            body = len(source) if line_end < 0 else line_end + 1
+            last = _Block(str(name), span["start"], span["end"], fenced, body)
+        elif last.kind == "CodeBlock" and isinstance(event, dict) and "Text" in event:
+            last.body = span["end"]
+    return last
+
+
+def _pending(text: str) -> int:
+    """Where the text of the block being written (from its start) may yet change
+    meaning: the first opener still waiting for its closer; else its length."""
+    brackets: list[int] = []  # where each "[" not yet closed starts
+    at = 0
+    while (found := _OPENER.search(text, at)) is not None:
+        token, at = found[0], found.end()
+        if token[0] == "`":
+            close = re.compile(f"(?<!`){token}(?!`)").search(text, at)
+            if close is not None and close.end() < len(text):
+                at = close.end()
+                continue
+        elif token.endswith("["):
+            brackets.append(found.start())
+            continue
+        elif token == "]":
+            if brackets:
+                start, after = brackets.pop(), _after_label(text, at)
+                if after is None:
+                    return min([*brackets, start])
+                at = after
+            continue
+        elif (token[0] == "\\" and len(token) == 2) or (token == "<" and ">" in text[at:]):
+            continue
+        return min([*brackets, found.start()])
+    return min([*brackets, len(text)])
+
+
+def _after_label(text: str, at: int) -> int | None:
+    """Where what follows a bracketed label at `at` is decided (after a link's "(…)");
+    None while it may still become a link or a definition."""
+    if at == len(text) or text[at] == ":":
+        return None
+    if text[at] != "(":
+        return at  # a "[" after it opens a label of its own
+    depth, i = 0, at
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+        i += 1
+    return None

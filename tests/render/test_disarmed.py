@@ -2,7 +2,8 @@
 
 The invariant is read back with the same parser: no raw HTML, no link but one showing
 its own http(s) address, no "@" that starts a name in the text, and a second pass
-changes nothing. The platforms' own tables are in tests/adapters/*/test_agent_text.py.
+changes nothing; streamed, no definition a later "[name]" would link to either. The
+platforms' own tables are in tests/adapters/*/test_agent_text.py.
 """
 
 from __future__ import annotations
@@ -145,3 +146,20 @@ def test_whatever_the_agent_writes_nothing_in_it_acts(markdown: str) -> None:
     assert html == []
     assert all(label == address and address.startswith("http") for label, address in links)
     assert not MENTION.search(prose), once
+    streamed = disarmed(markdown, streamed=True)
+    assert read(streamed + "\n\n[r]")[1] == read(streamed)[1]  # it defines no link
+
+
+@pytest.mark.parametrize(
+    ("markdown", "expected"),
+    [
+        (
+            "[go][r]\n\n[r]: https://evil.example",
+            "go (<https://evil.example>)\n\n\\[r]: https://evil.example",
+        ),
+        ("> [r]: /x\n> [r]", "> \\[r]: /x\n> r (/x)"),
+        ("[a]: /x\n[b]: /y", "\\[a]: /x\n[b]: /y"),
+    ],
+)
+def test_a_streamed_text_shows_its_definitions_as_text(markdown: str, expected: str) -> None:
+    assert disarmed(markdown, streamed=True) == expected

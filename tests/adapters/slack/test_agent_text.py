@@ -5,7 +5,8 @@ A prompt injection controls the agent's text. Slack's reference does not say whe
 (`<!here>`, `<@U…>`, `<#C…>`, `<!subteam^…>`, `<url|label>`) or on a bare `@here`, so
 what the bridge sends must hold either way: none of those sequences appears in it, and
 read as standard Markdown (CommonMark, as `pyromark` reads it) it shows what the agent
-wrote, with no link whose text is not its address and no raw HTML.
+wrote, with no link whose text is not its address and no raw HTML. A stream shows the
+same as a block (test_streamed_agent_text.py follows one as it grows).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pyromark
 import pytest
 
 from adapters.slack.format import chunks, format_markdown, message_blocks
+from bridge.model import Edit
+from bridge.outbox.streams import markdown_of
 from tests.adapters.slack.test_e2e import find, slack_bridge
 from tests.support.agents import DEFAULT_VERSION
 from tests.support.fake_llm import Reply
@@ -124,11 +127,15 @@ def test_a_markdown_block_shows_agent_markdown_as_written_and_obeys_none_of_it(
     assert html == []
 
 
-@pytest.mark.parametrize("markdown", [row[0] for row in SHOWN])
-def test_a_streamed_answer_carries_no_control_and_no_dressed_link(markdown: str) -> None:
-    [chunk] = chunks(markdown)
+@pytest.mark.parametrize(("markdown", "visible"), SHOWN)
+def test_a_streamed_answer_shows_agent_markdown_as_a_block_does(
+    markdown: str, visible: str
+) -> None:
+    [chunk] = chunks(markdown_of(Edit("t", markdown)))
     assert_inert(chunk["text"])
-    assert chunk["text"].replace(WORD_JOINER, "") == markdown
+    text, _, html = read(chunk["text"])
+    assert text.replace(WORD_JOINER, "") == visible
+    assert html == []
 
 
 @pytest.mark.parametrize(
@@ -201,6 +208,5 @@ async def test_a_hostile_answer_reaches_slack_without_a_mention_or_a_dressed_lin
     shown, linked, _ = read(answer.visible)
     assert "EVIL-ANSWER" in shown
     assert "https://evil.example/x" in shown.replace(WORD_JOINER, "")
-    if not stream:
-        assert "cp <src> <dst>" in shown
-        assert linked == [("https://evil.example/x", "https://evil.example/x")]
+    assert "cp <src> <dst>" in shown
+    assert linked == [("https://evil.example/x", "https://evil.example/x")]
