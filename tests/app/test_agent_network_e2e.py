@@ -13,6 +13,7 @@ the bridge, restarted while that process still runs (its agent detached, as
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -25,8 +26,6 @@ from tests.support.loopback import free_port, until
 from tests.support.redis_server import RedisServer, redis_server_bin
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
 
@@ -34,19 +33,25 @@ pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 CHAT = 42
 
 
-def probe(ports: dict[str, int]) -> str:
+def probe(ports: dict[str, int], folder: Path) -> str:
     """A bash tool's look at the host's ports, then a holder of the webhook's port."""
     dial = "; ".join(
         f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3)'"
         f" 2>/dev/null && echo {name}=reached || echo {name}=refused"
         for name, port in ports.items()
     )
+    # It waits for the port to come free (the bridge holds it until it stops), then
+    # keeps it: on the host's network the restarted bridge could not listen there.
     hold = (
-        "import socket, time; s = socket.socket(); "
-        "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
-        f"s.bind(('127.0.0.1', {ports['webhook']})); s.listen(); time.sleep(600)"
+        "import socket, time\n"
+        "for _ in range(1200):\n"
+        "    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        f"    try: s.bind(('127.0.0.1', {ports['webhook']})); s.listen(); break\n"
+        "    except OSError: s.close(); time.sleep(0.05)\n"
+        "time.sleep(600)\n"
     )
-    return f'{dial}; (setsid python3 -c "{hold}" >/dev/null 2>&1 &); echo held=yes'
+    Path(folder, "hold.py").write_text(hold)
+    return f"{dial}; (setsid python3 {folder}/hold.py >/dev/null 2>&1 &); echo held=yes"
 
 
 @pytest.mark.parametrize("network", ["isolated", "host"])
@@ -58,15 +63,17 @@ async def test_an_agent_reaches_no_port_of_the_bridge_and_cannot_take_the_webhoo
     hook, metrics, slack_http = free_port(), free_port(), free_port()
     with RedisServer(tmp_path / "redis") as redis:
         ports = {"webhook": hook, "metrics": metrics, "slack": slack_http, "redis": redis.port}
-        look = Reply(tool_calls=[ToolCall("bash", {"command": probe(ports)})])
+        look = Reply(tool_calls=[ToolCall("bash", {"command": probe(ports, tmp_path)})])
         fake_llm.add("PROBE", look, Reply(text="Probed."))
         fake_llm.add("AGAIN", Reply(text="Here again."))
         events = f"http://127.0.0.1:{slack_http}/slack/events"
+        # The holder's script is read from here, which the sandbox's private /tmp hides.
+        config = f'[slack]\nhttp_host = "127.0.0.1"\n[sandbox]\nread_only = ["{tmp_path}"]\n'
         async with FakeTelegram() as telegram, FakeSlack(events_url=events) as slack:
             env = cli_env(
                 tmp_path,
                 agent_home,
-                PI_BRIDGE_CONFIG=write_config(tmp_path, '[slack]\nhttp_host = "127.0.0.1"\n'),
+                PI_BRIDGE_CONFIG=write_config(tmp_path, config),
                 PI_BRIDGE_NETWORK=network,
                 PI_BRIDGE_ON_STOP="detach",  # the agent and what it left outlive the bridge
                 PI_BRIDGE_APPROVALS="off",
