@@ -26,8 +26,9 @@ both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. He
   bwrap says on fd 5 which process holds the sandbox's new network namespace and waits
   on fd 6; we start pasta on that namespace (outbound only: no port forwarded in, the
   host's loopback reached only on SPEC's ports, the gateway not mapped to the host),
-  wait until its route is there, then let bwrap go on. pasta is our child and is ended
-  with the rest when the agent has exited;
+  wait until its route is there and it listens on SPEC's ports inside (it binds them
+  after the route: an agent connecting in between was refused), then let bwrap go on.
+  pasta is our child and is ended with the rest when the agent has exited;
 - with `--user=UID:GID` (a root bridge's agent, `bridge/agentuser.py`) bwrap, and so
   the agent, is started as that unprivileged user, with no supplementary groups, and so
   is pasta (it opens the namespaces bwrap made as that user); we stay root, to end what
@@ -267,7 +268,8 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
         except BaseException as exc:
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
         os._exit(127)
-    while not _routed(holder):
+    ports = [int(p) for p in (flags.get("--host-ports") or "").split(",") if p.isdigit()]
+    while not (_routed(holder) and _listening(holder, ports)):
         done, _ = os.waitpid(helper, os.WNOHANG)
         if done or time.monotonic() > deadline:
             print(f"pasta did not connect the agent's network ({pasta[0]})", file=sys.stderr)
@@ -304,6 +306,19 @@ def _routed(pid: int) -> bool:
             row.split()[:2] == ["0" * 32, "00"] and row.split()[-1] != "lo" for row in routes
         )
     return False
+
+
+def _listening(pid: int, ports: list[int]) -> bool:
+    """Whether pasta listens on each forwarded port inside `pid`'s namespace yet: it
+    sets its route up first, and a connection made between the two would be refused."""
+    found = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/net/{table}") as sockets:
+            for row in sockets:
+                cols = row.split()  # sl, local address:port (hex), remote, state (0A: LISTEN)
+                if len(cols) > 3 and cols[3] == "0A":
+                    found.add(int(cols[1].rpartition(":")[2], 16))
+    return all(port in found for port in ports)
 
 
 def _wait_for(agent: int) -> int:
