@@ -19,13 +19,13 @@ import os
 import pwd
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.rpc.errors import AgentStartError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from pathlib import Path
 
 DEFAULT_USER = "nobody"
 KEPT_ROOT = frozenset({"root", "0", "0:0"})  # on purpose: agents as uid 0, no capability
@@ -72,21 +72,25 @@ def _primary_group(uid: int) -> int:
 
 def hand_over(user: AgentUser, paths: Iterable[Path]) -> None:
     """Make `user` the owner of each path and everything below it (links themselves,
-    never what they point to). Only what another user owns is changed."""
+    never what they point to). Only what another user owns is changed.
+
+    Walked by directory descriptors (`os.fwalk`), never by path: a folder that an agent
+    still running swaps for a link meanwhile is not followed into, so nothing outside
+    the agent's own folders can change hands."""
     for top in paths:
-        _own(top, user)
-        for root, dirs, files in os.walk(top):
+        _own(user, str(top), None)
+        for _, dirs, files, folder in os.fwalk(top, follow_symlinks=False):
             for name in (*dirs, *files):
-                _own(Path(root) / name, user)
+                _own(user, name, folder)
 
 
-def _own(path: Path, user: AgentUser) -> None:
+def _own(user: AgentUser, name: str, folder: int | None) -> None:
     try:
-        found = path.lstat()
+        found = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        if (found.st_uid, found.st_gid) != (user.uid, user.gid):
+            os.chown(name, user.uid, user.gid, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        return
-    if (found.st_uid, found.st_gid) != (user.uid, user.gid):
-        os.lchown(path, user.uid, user.gid)
+        return  # gone meanwhile
 
 
 def closed_on_the_way(user: AgentUser, path: Path) -> Path | None:

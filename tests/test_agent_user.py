@@ -115,7 +115,12 @@ def test_the_agents_user_is_given_what_it_writes_and_links_are_not_followed(
     outside = tmp_path / "outside"
     outside.write_text("not the agent's")
     (work / "link").symlink_to(outside)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "deep").mkdir(parents=True)
+    (work / "folder-link").symlink_to(elsewhere)
     hand_over(user, [work])
-    for path in (work, work / "sub", work / "sub" / "file", work / "link"):
+    for path in (work, work / "sub", work / "sub" / "file", work / "link", work / "folder-link"):
         assert path.lstat().st_uid == 4321
-    assert outside.stat().st_uid == 0  # the link itself changed hands, not its target
+    # The links themselves changed hands, never what they point to.
+    assert outside.stat().st_uid == 0
+    assert (elsewhere / "deep").stat().st_uid == 0
