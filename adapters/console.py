@@ -58,7 +58,7 @@ from bridge.model import (
     ReactionState,
     Sender,
 )
-from bridge.textsplit import split_text
+from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bench.standin_stream_agent import MARK, read_emits
-from bridge.hosting import stop_all
+from bridge.conversation.hosts import stop_all
 from bridge.model import ChatRef, Inbound, MessageRef, Sender
 from bridge.options import AgentOptions, BridgeOptions
 from bridge.service import Bridge

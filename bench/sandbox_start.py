@@ -36,10 +36,10 @@ if __package__ in (None, ""):
     # Run as a script: measure this checkout's `bridge`, not some installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bridge.containment.sandbox import contain
 from bridge.options import AgentOptions, BridgeOptions, NetworkMode, SandboxOptions
 from bridge.rpc import AgentClient
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
-from bridge.sandbox import contain
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 
 A slot name is how the outbox finds a conversation's message again, and a process may
 inherit another's messages: a bridge adopts those of a run an earlier process left
-unfinished (bridge/hosting.py), so that its replay edits them. Whatever the bridge
+unfinished (bridge/conversation/hosts.py), so that its replay edits them. Whatever the bridge
 posts of its own accord (a command's answer, a picker, a /queue list, a message
 waiting in the queue) must therefore never get a name an earlier process gave, or its
 new message becomes an edit of the old one. `fresh_id` draws 48 random bits once per

@@ -88,9 +88,9 @@ class Attachment:
     size: int | None  # as the platform announced it; None: unknown
     fetch: Callable[[int], Awaitable[bytes]] = field(compare=False, repr=False)
     # "image": shown to the agent; "file": saved in the workspace's inbox/; "voice": a
-    # file too, and its transcript (the platform's own, or `bridge.transcribe`) is text.
+    # file too, and its transcript (the platform's own, or `bridge.files.transcription`) is text.
     kind: Literal["image", "file", "voice"] = "image"
-    name: str = ""  # the file's name as sent (unsafe: `bridge.inbox.safe_filename`)
+    name: str = ""  # the file's name as sent (unsafe: `bridge.files.inbox.safe_filename`)
     transcript: str = ""
 
 

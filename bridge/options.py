@@ -79,7 +79,7 @@ class ChatOptions:
 @dataclass(frozen=True)
 class ProjectOptions:
     """A git repository conversations work in, each in its own worktree and branch
-    (`[projects.<name>]`, bridge/projects.py).
+    (`[projects.<name>]`, bridge/projects/project.py).
 
     `base` is the branch new worktrees fork from (None: the repository's HEAD
     branch); `chats` the key prefixes that may pick it with /project (empty: every

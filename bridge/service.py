@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Protocol, Self
 import anyio
 
 from bridge.admission import ADMIT_TRIES, GIVEN_UP, AdmissionFailed, refusal, screen
+from bridge.conversation.shared import Services
+from bridge.conversation.supervisor import AgentSlots, Supervisor
 from bridge.model import AnswerPress, Send
 from bridge.outbox import Outbox
-from bridge.services import Services
-from bridge.supervisor import AgentSlots, Supervisor
 
 if TYPE_CHECKING:
     from collections.abc import Callable

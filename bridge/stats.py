@@ -1,6 +1,6 @@
 """Counters a bridge's conversations keep for the metrics endpoint.
 
-Plain numbers updated in place (one event loop, so no locks); `bridge.metrics`
+Plain numbers updated in place (one event loop, so no locks); `bridge.app.metrics`
 reads them when scraped. Latencies go into fixed-bucket histograms in the
 Prometheus style: cumulative counts per upper bound, plus sum and count.
 """

@@ -91,7 +91,7 @@ async def test_asked_while_busy_the_users_choice_sends_the_message_into_the_run(
         await chat.idle()
         assert requests_with(fake_llm, "PURPLE") == 1
         # A steer joins the run. 0.73.1 could not give a follow-up back, so the bridge
-        # holds it until the run ends, and it starts the next one (bridge/queued.py).
+        # holds it until the run ends, and it starts the next one (bridge/conversation/pending.py).
         runs = 1 if choice == "Steer now" else 2
         assert chat.all_text().count("✅ done") == runs, chat.all_text()
         # The message waited for the choice, then reached the run and ended with it.

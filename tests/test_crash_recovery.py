@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
+from bridge.conversation.supervisor import LiveRuns
 from bridge.model import Button, ChatRef, Delete, Edit, MessageGone, PlatformLimits, React, Send
 from bridge.outbox import Outbox
 from bridge.render.status import CRASHED, retire_after_crash, run_is_live
 from bridge.service import Bridge
 from bridge.store import LiveRunRecord, open_store
-from bridge.supervisor import LiveRuns
 from tests.support.bridge_harness import LIMITS, BridgeHarness, options
 from tests.support.cli import agent_processes, kill_agents
 from tests.support.fake_llm import Reply

@@ -22,8 +22,8 @@ from telegram import Bot
 from adapters.slack.settings import SlackSettings
 from adapters.slack.transport import serve as serve_slack
 from adapters.telegram.webhook import WebhookServer
+from bridge.app.metrics import Metrics, serve_metrics
 from bridge.httpserver import runner
-from bridge.metrics import Metrics, serve_metrics
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:

@@ -43,7 +43,9 @@ def test_the_numbering_counts_notes_afresh_in_each_run_and_after_it() -> None:
     assert [counts.note(False), counts.note(False)] == ["0+1", "0+2"]
     counts.runs = 1
     assert [counts.note(True), counts.note(True), counts.note(False)] == ["1.1", "1.2", "1+1"]
-    again = Numbering(runs=1)  # a renderer set back to the end of run 1 (bridge/hosting.py)
+    again = Numbering(
+        runs=1
+    )  # a renderer set back to the end of run 1 (bridge/conversation/hosts.py)
     assert again.note(False) == "1+1"
 
 

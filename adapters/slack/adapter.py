@@ -36,7 +36,7 @@ from adapters.slack.failures import translated
 from adapters.slack.format import chunks, fallback_text, format_markdown, message_blocks, mrkdwn
 from adapters.slack.forms import modal
 from adapters.slack.recipients import Recipients
-from bridge.attachments import too_large
+from bridge.files.attachments import too_large
 from bridge.model import (
     MAX_ATTACHMENT,
     AttachmentRefused,

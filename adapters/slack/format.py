@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.slack.convert import ACTION_PREFIX
 from bridge.render.textbits import WORD_JOINER, disarmed
-from bridge.textsplit import split_text
+from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

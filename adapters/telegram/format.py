@@ -15,7 +15,7 @@ Markdown source; captions) is read by Telegram for mentions and links all the sa
 `plain` parts each "@" from a name and "tg:" from its address with a WORD JOINER. The
 bridge sends no mention of its own on Telegram, so nothing it means is lost.
 
-Splitting happens on the Markdown source (`bridge.textsplit.split_text`: at
+Splitting happens on the Markdown source (`bridge.render.textsplit.split_text`: at
 paragraphs, then lines, closing and reopening code fences), so each message
 renders on its own and the renderer's plain fallback pieces line up one to one.
 Length is measured after conversion, in UTF-16 code units as Telegram counts
@@ -32,7 +32,7 @@ import telegramify_markdown
 from telegram.constants import MessageLimit
 
 from bridge.render.textbits import WORD_JOINER, disarmed, unmentioned
-from bridge.textsplit import split_text
+from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable

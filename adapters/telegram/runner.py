@@ -47,8 +47,8 @@ from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
 from bridge.admission import AdmissionFailed, retry_delay
-from bridge.attachments import too_large
 from bridge.controls import COMMANDS as REGISTRY
+from bridge.files.attachments import too_large
 from bridge.model import Attachment, AttachmentRefused
 
 if TYPE_CHECKING:

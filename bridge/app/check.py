@@ -21,8 +21,8 @@ import anyio
 
 from bridge.app.platforms import open_platforms
 from bridge.app.run import SandboxUnavailable, one_line
-from bridge.sandbox import contain, described, parts_missing, probe
-from bridge.worktrees import is_repository
+from bridge.containment.sandbox import contain, described, parts_missing, probe
+from bridge.projects.worktrees import is_repository
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -154,7 +154,7 @@ async def _check_transcription(service: Transcription) -> str:
     with 400 when it got that far (401 / 403: the key was refused)."""
     import httpx
 
-    from bridge.transcribe import endpoint, headers
+    from bridge.files.transcription import endpoint, headers
 
     url = endpoint(service.url)
     async with httpx.AsyncClient(timeout=CHECK_TIMEOUT) as client:

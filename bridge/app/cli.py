@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _stop_agents(loaded: Loaded) -> int:
-    from bridge.hosting import stop_all
+    from bridge.conversation.hosts import stop_all
     from bridge.store import open_store
 
     store = await open_store(loaded.config.store, loaded.options.data_dir)

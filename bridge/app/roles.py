@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from bridge.app.config import Loaded
-    from bridge.metrics import Counted, Metrics
+    from bridge.app.metrics import Counted, Metrics
     from bridge.model import Adapter
     from bridge.options import BridgeOptions
     from bridge.scale.stats import ScaleStats

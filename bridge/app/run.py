@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from bridge.agentuser import KEPT_ROOT
 from bridge.app import serving
+from bridge.app.metrics import Metrics, serve_metrics
 from bridge.app.platforms import for_platform, open_platforms
-from bridge.metrics import Metrics, serve_metrics
-from bridge.sandbox import make_undumpable, parts_missing, probe
+from bridge.containment.agent_user import KEPT_ROOT
+from bridge.containment.sandbox import make_undumpable, parts_missing, probe
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Coroutine
 
     from adapters.console import ConsoleAdapter
     from bridge.app.config import Loaded
+    from bridge.app.metrics import Counted
     from bridge.app.serving import MakeBridge
-    from bridge.metrics import Counted
     from bridge.model import Adapter
     from bridge.options import BridgeOptions
     from bridge.store.base import Store

@@ -20,9 +20,9 @@ from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, SlackS
 from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
 from adapters.telegram.settings import PUBLIC_FILES as TELEGRAM_FILES
 from adapters.telegram.settings import GroupTrigger, Streaming
+from bridge.containment.sandbox import default_mode
 from bridge.model import BusyPolicy, Verbosity
 from bridge.options import ApprovalMode, SandboxMode
-from bridge.sandbox import default_mode
 from bridge.store.base import redact_url
 
 
@@ -156,7 +156,7 @@ class ChatSection(_Section):
 
 class ProjectSection(_Section):
     """`[projects.<name>]`: a git repository conversations work in, each in a worktree
-    and on a branch of its own (bridge/projects.py). Whether `path` is a repository is
+    and on a branch of its own (bridge/projects/project.py). Whether `path` is a repository is
     asked by `pi-bridge check`, not here: loading the file does no I/O."""
 
     path: Path  # the repository's top directory; relative: to where the bridge starts

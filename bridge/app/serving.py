@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import anyio
 
     from bridge.app.config import Loaded
-    from bridge.metrics import Counted
+    from bridge.app.metrics import Counted
     from bridge.model import Adapter
     from bridge.store.base import Store
 

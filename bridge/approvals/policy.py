@@ -9,7 +9,7 @@ every `edit`/`write`; "all" asks for every tool call. Text a command runs that i
 written inside it (`sh -c '…'`, `eval …`) is read as a command in turn. The reading is
 rough and errs towards asking, but "dangerous" stays a tripwire against accidents and
 obvious attempts: a script the agent wrote and then runs is not read. "all" is the
-control; bridge/sandbox.py is what contains the agent.
+control; bridge/containment/sandbox.py is what contains the agent.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ carries them out; the handlers live by subject (`session`, `settings`,
 `export`) and see the conversation only through the `Target` Protocol.
 """
 
-from bridge.controls.export import MAX_EXPORT_BYTES, ExportRefused, read_inside
 from bridge.controls.table import COMMANDS, pick, run
 from bridge.controls.target import Target
 
-__all__ = ["COMMANDS", "MAX_EXPORT_BYTES", "ExportRefused", "Target", "pick", "read_inside", "run"]
+__all__ = ["COMMANDS", "Target", "pick", "run"]

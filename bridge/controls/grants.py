@@ -2,7 +2,8 @@
 
 Each grant is listed with a [🚫 revoke] button; `/grants clear` revokes them all. A
 revoked call asks again the next time the agent makes it (the grants live in the
-conversation's record, which is all the gate's decision reads: bridge/approving.py).
+conversation's record, which is all the gate's decision reads:
+bridge/conversation/approval_questions.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ this chat may use while it has no worktree; `/project <name>` moves it into one;
 `/project done` removes its worktree when nothing is uncommitted there, and otherwise
 (or when its changes cannot be read) asks [Keep] [Discard]. `/diff` shows the change
 against the base: git's `--stat` in the message, the whole diff as a file. The work
-itself is `bridge.projects`'; here it is only asked for and shown.
+itself is `bridge.projects.project`'; here it is only asked for and shown.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bridge.controls.common import picker
-from bridge.gitrun import WorktreeError
 from bridge.model import Upload
+from bridge.projects.git import WorktreeError
 from bridge.render.textbits import count
 from bridge.rpc.errors import AgentStartError
 

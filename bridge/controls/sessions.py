@@ -1,6 +1,6 @@
 """/sessions: the conversation's session files, newest first, each with [Resume].
 
-The list is read from the session dir (`bridge.sessionfiles`), not asked of the
+The list is read from the session dir (`bridge.controls.session_files`), not asked of the
 agent, so it needs no live agent and works for the legacy one too. A button stands
 for a file's name, never a path, and the name is checked again when pressed: only
 a regular session file directly inside this conversation's session dir is resumed.
@@ -10,7 +10,7 @@ Resuming: a live agent that answers commands switches in place (`switch_session`
 still cancel it as it can any switch); its new session file is then adopted as
 after /new. Otherwise the file becomes the record's `session_file`, and a live
 legacy agent (it knows no `switch_session`) is stopped: the next message starts it
-with `--session <file>` (bridge/lifetime.py `spec`).
+with `--session <file>` (bridge/conversation/agent_lifetime.py `spec`).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
+from bridge.controls.session_files import listing, read_summary, session_file
 from bridge.rpc.commands import SwitchSession
-from bridge.sessionfiles import listing, read_summary, session_file
 
 if TYPE_CHECKING:
+    from bridge.controls.session_files import SessionFile, Summary
     from bridge.controls.target import Target
     from bridge.model import Op
-    from bridge.sessionfiles import SessionFile, Summary
 
 TITLE_CHARS = 30  # a session's name in the list
 PROMPT_CHARS = 40  # its first prompt: 24 entries stay within one message

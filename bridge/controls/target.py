@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from bridge.model import ConversationSettings, Op, PlatformLimits
-    from bridge.projects import Projects
+    from bridge.projects.project import Projects
     from bridge.render import Renderer
     from bridge.rpc import AgentClient
     from bridge.store.records import ConversationRecord
 
 
 class QueueControls(Protocol):
-    """The messages waiting for the agent (bridge/queued.py), as /queue sees them."""
+    """The messages waiting for the agent (bridge/conversation/pending.py), as /queue sees them."""
 
     def listing(self) -> list[Op]: ...
 
@@ -33,7 +33,7 @@ class Target(Protocol):
 
     @property
     def projects(self) -> Projects:
-        """Its project and worktree (bridge/projects.py)."""
+        """Its project and worktree (bridge/projects/project.py)."""
 
     @property
     def agent(self) -> AgentClient | None:

@@ -72,8 +72,8 @@ class Questions:
     def open_approval(
         self, request_id: str, markdown: str, choices: Sequence[tuple[str, DialogChoice]]
     ) -> list[Op]:
-        """A question of the approval gate (bridge/approving.py): `markdown` already cut
-        to fit one message, the gate's answers two to a row."""
+        """A question of the approval gate (bridge/conversation/approval_questions.py):
+        `markdown` already cut to fit one message, the gate's answers two to a row."""
         name = f"dialog:{request_id}"
         if name in self._open:
             return []

@@ -84,7 +84,7 @@ class Board:
 class Numbering:
     """How many runs and assistant messages a renderer has shown: their slots are named
     after them ("status:3", "text:3:7"), so a renderer set back to the same counts
-    names a replayed run's messages as before (bridge/hosting.py)."""
+    names a replayed run's messages as before (bridge/conversation/hosts.py)."""
 
     runs: int = 0
     messages: int = 0

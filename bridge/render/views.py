@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bridge.model import Delete, Edit, Keyboard, Markup, Op, PlatformLimits, Send, Task
-from bridge.textsplit import split_text
+from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:
     from bridge.model import Formatter

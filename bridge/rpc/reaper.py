@@ -29,7 +29,7 @@ both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. He
   wait until its route is there and it listens on SPEC's ports inside (it binds them
   after the route: an agent connecting in between was refused), then let bwrap go on.
   pasta is our child and is ended with the rest when the agent has exited;
-- with `--user=UID:GID` (a root bridge's agent, `bridge/agentuser.py`) bwrap, and so
+- with `--user=UID:GID` (a root bridge's agent, `bridge/containment/agent_user.py`) bwrap, and so
   the agent, is started as that unprivileged user, with no supplementary groups, and so
   is pasta (it opens the namespaces bwrap made as that user); we stay root, to end what
   the agent leaves;

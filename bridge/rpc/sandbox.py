@@ -26,7 +26,7 @@ leaves the agent with a loopback of its own and nothing else. Capabilities are d
 (a root agent keeps uid 0 but gets no capability back on exec: bwrap also sets
 no_new_privs), and the sandbox dies with its parent, the keeper. No `--new-session`:
 the agent must stay in the process group the bridge signals as a whole. pi's project
-code in the workspace is covered last (`masks`, bridge/projectcode.py), so that no
+code in the workspace is covered last (`masks`, bridge/containment/project_code.py), so that no
 writable bind can lift a cover.
 
 No tool reaches pi's pipes (docs/security.md, "No tool reaches pi"): the agent is
@@ -74,7 +74,9 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()  # directories, covered by an empty tmpfs
     hidden_files: tuple[Path, ...] = ()  # files, covered by /dev/null
     binds: tuple[Bind, ...] = ()  # read-only binds elsewhere (the operator's extensions)
-    masks: tuple[Bind, ...] = ()  # read-only covers mounted last (bridge/projectcode.py)
+    masks: tuple[
+        Bind, ...
+    ] = ()  # read-only covers mounted last (bridge/containment/project_code.py)
     network: Network = "host"
     pasta: str | None = None  # the pasta executable, for network "isolated"
     host_ports: tuple[int, ...] = ()  # host loopback TCP ports an isolated agent reaches

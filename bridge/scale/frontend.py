@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import anyio
 from redis.exceptions import RedisError
 
-from bridge.attachments import download
+from bridge.files.attachments import download
 from bridge.model import AttachmentRefused, ChatRef
 from bridge.scale.lease import Held, Leases
 from bridge.scale.names import POLL_LEASE, claims_stream, inbound_stream, seen_key

@@ -1,4 +1,4 @@
-"""What a frontend or worker counts for the metrics endpoint (`bridge.metrics`).
+"""What a frontend or worker counts for the metrics endpoint (`bridge.app.metrics`).
 
 Plain numbers updated in place on one event loop, read when scraped.
 """

@@ -30,7 +30,7 @@ class Grant(BaseModel):
 
 
 class Checkout(BaseModel):
-    """A conversation's git worktree in a project (bridge/projects.py)."""
+    """A conversation's git worktree in a project (bridge/projects/project.py)."""
 
     project: str
     path: str

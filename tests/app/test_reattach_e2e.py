@@ -1,5 +1,5 @@
 """Running tasks survive a bridge restart: `pi-bridge run` as a process, the fake
-Telegram, the real agent under its host (bridge/hosting.py, bridge/rpc/agenthost).
+Telegram, the real agent under its host (bridge/conversation/hosts.py, bridge/rpc/agenthost).
 
 A run with a 20-second tool; the bridge is stopped mid-tool (SIGTERM: it detaches;
 SIGKILL: it just dies) and started again 5 s later, from the same checkout or from

@@ -1,5 +1,5 @@
 """Running tasks survive a bridge restart on Slack: `pi-bridge run` as a process in
-Socket Mode against the fake Slack, the real agent under its host (bridge/hosting.py,
+Socket Mode against the fake Slack, the real agent under its host (bridge/conversation/hosts.py,
 bridge/rpc/agenthost).
 
 A mention starts a thread whose run has a 15-second tool; the bridge is stopped

@@ -1,5 +1,5 @@
 """After a restart, a new list is a new message: `pi-bridge run` as a process on Telegram
-and on Slack, a run left going under its host (bridge/hosting.py), SIGTERM, a second
+and on Slack, a run left going under its host (bridge/conversation/hosts.py), SIGTERM, a second
 process on the same data dir.
 
 The messages of the run the first process left unfinished are adopted by the second

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.controls import MAX_EXPORT_BYTES
+from bridge.controls.export import MAX_EXPORT_BYTES
 from tests.support.agents import AGENT_VERSIONS
 from tests.support.bridge_harness import KEY, options, running_bridge
 from tests.support.fake_llm import Reply

@@ -11,8 +11,8 @@ from adapters.slack.convert import clean_text
 from adapters.telegram.runner import COMMANDS as TELEGRAM_MENU
 from bridge.controls import COMMANDS
 from bridge.controls.registry import Command, Registry
+from bridge.conversation.routing import Control, FollowUp, Prompt, Steer, Stop, View, route, urgent
 from bridge.model import ChatRef, Inbound, Sender
-from bridge.router import Control, FollowUp, Prompt, Steer, Stop, View, route, urgent
 
 BUSY = View(busy=True, prefixes=("/", "!"))
 WORDS = [(c, w) for c in COMMANDS.commands for w in c.words]

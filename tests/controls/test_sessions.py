@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from bridge.controls.session_files import SessionFile, Summary, new_session_name
 from bridge.controls.sessions import GONE, NO_WORKSPACE, NONE_YET, TITLE, entry
 from bridge.options import AgentOptions, SandboxOptions
-from bridge.sessionfiles import SessionFile, Summary, new_session_name
 from tests.conftest import require_agent
 from tests.support.agents import DEFAULT_VERSION, LEGACY_VERSION, SUITE_USER, llm_ports
 from tests.support.bridge_harness import KEY, options, running_bridge

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from bridge.scale.stats import ScaleStats
+from tests.app.test_metrics import families, metrics_with_a_bridge
 from tests.support.paths import REPO
-from tests.test_metrics import families, metrics_with_a_bridge
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -39,6 +39,7 @@ from bridge.render import (
     StopChoice,
 )
 from bridge.render.riders import Riders
+from bridge.render.textsplit import split_text
 from bridge.rpc.content import AssistantMessage, ToolResult, UserMessage, text_of
 from bridge.rpc.decode import MalformedRecord, decode_record
 from bridge.rpc.events import (
@@ -55,7 +56,6 @@ from bridge.rpc.profile import ATOMIC, EARENDIL, LEGACY, PI
 from bridge.rpc.signals import AgentGone, DialogExpired, OrphanResponse, RunEnded, RunStarted
 from bridge.rpc.state import PendingDialog, Phase, RunChange, RunState
 from bridge.rpc.ui import DIALOG_METHODS, SelectRequest
-from bridge.textsplit import split_text
 from tests.support.paths import TRANSCRIPTS
 
 if TYPE_CHECKING:

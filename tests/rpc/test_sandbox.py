@@ -24,12 +24,12 @@ import anyio
 import anyio.abc
 import pytest
 
+from bridge.containment.sandbox import config_of, contain, home_of, probe
 from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
 from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
 from bridge.rpc.sandbox import STDIO_SHIM, Bind, Network, Sandbox, bwrap_argv
-from bridge.sandbox import config_of, contain, home_of, probe
 from tests.support.agents import SUITE_USER
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
 from tests.support.fake_llm import Reply, ToolCall
@@ -362,7 +362,7 @@ def test_a_non_dumpable_process_keeps_its_environment_from_the_same_user(
 ) -> None:
     # Both sides without capabilities, so only the dumpable flag decides (with them,
     # root reads anything; the keeper and bwrap make sure an agent has none).
-    code = "import sys, time; from bridge.sandbox import make_undumpable; "
+    code = "import sys, time; from bridge.containment.sandbox import make_undumpable; "
     code += "sys.exit(3) if not make_undumpable() else None; " if undumpable else ""
     code += "print('ready', flush=True); time.sleep(30)"
     env = {"PATH": os.environ.get("PATH", os.defpath), "PYTHONPATH": str(REPO), "SECRET": CANARY}

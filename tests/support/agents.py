@@ -28,7 +28,7 @@ AGENT_VERSIONS = ("0.73.1", "0.87.1")  # the current RPC protocol
 LEGACY_VERSION = "0.13.2"  # the old protocol: prompt/abort/compact only, no responses
 DEFAULT_VERSION = "0.73.1"
 ALL_VERSIONS = (*AGENT_VERSIONS, LEGACY_VERSION)
-# The containment tests (tests/test_tool_reach.py) also hold on the newest agent.
+# The containment tests (tests/containment/test_tool_reach.py) also hold on the newest agent.
 CONTAINMENT_VERSIONS = (*AGENT_VERSIONS, "1.5.2")
 
 PACKAGES = {
@@ -41,7 +41,7 @@ PACKAGES = {
 # Who the suite's sandboxed agents run as when it runs as root (as in CI): kept root on
 # purpose (`[sandbox] user = "root"`), because the suite keeps them where an unprivileged
 # user cannot reach (pytest's 0700 temporary folders, an interpreter in root's home).
-# tests/test_agent_user.py runs a real agent as the default unprivileged user instead.
+# tests/containment/test_agent_user.py runs a real agent as the default unprivileged user instead.
 SUITE_USER = "root"
 
 PROVIDER = "fake"

@@ -36,7 +36,7 @@ def cli_env(tmp_path: Path, home: AgentHome | None = None, **extra: str) -> dict
         "PI_BRIDGE_DATA_DIR": str(tmp_path / "data"),
         "PI_BRIDGE_LOG_LEVEL": "INFO",
         # The bridge's agents end with it unless a test is about their outliving it
-        # (tests/test_reattach.py): what these tests assert about stopping holds then.
+        # (tests/conversation/test_reattach.py): what these tests assert about stopping holds then.
         "PI_BRIDGE_ON_STOP": "stop",
     }
     if home is not None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bridge.options import ChatOptions, ProjectOptions
-from bridge.worktrees import branch_name, slug
+from bridge.projects.worktrees import branch_name, slug
 from tests.adapters.slack.test_e2e import WAIT, action_id, find, slack_bridge, until_shown
 from tests.conftest import require_agent
 from tests.support.fake_llm import Reply, ToolCall

@@ -1,5 +1,5 @@
 """A run survives a bridge restart on Slack: the real slack-bolt against the fake Slack,
-the real agent under its host (bridge/hosting.py). The bridge stops mid-tool (drained:
+the real agent under its host (bridge/conversation/hosts.py). The bridge stops mid-tool (drained:
 it detaches), a new one on the same data dir and the same Slack takes the agent back,
 and the thread goes on: the tool's later output, the answer once, the same status.
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
-from bridge.hosting import stop_all
+from bridge.conversation.hosts import stop_all
 from bridge.store import open_store
 from tests.adapters.slack.test_e2e import find, slack_bridge, until_shown
 from tests.conftest import require_agent

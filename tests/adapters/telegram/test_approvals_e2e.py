@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bridge.approving import GRANTED
+from bridge.conversation.approval_questions import GRANTED
 from bridge.options import ApprovalOptions
 from bridge.store import open_store
 from tests.adapters.telegram.test_e2e import CHAT, WAIT, telegram_bot

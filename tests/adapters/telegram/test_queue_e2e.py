@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.dialogs import NO_LONGER_ACTIVE, NOT_YOURS
+from bridge.conversation.dialogs import NO_LONGER_ACTIVE, NOT_YOURS
 from bridge.options import AgentOptions, SandboxOptions
 from tests.adapters.telegram.test_e2e import CHAT, WAIT, marked, telegram_bot
 from tests.conftest import require_agent

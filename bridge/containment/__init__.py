@@ -1,0 +1,1 @@
+"""What keeps an agent in: its sandbox, its user, what it cannot see or load."""

@@ -1,0 +1,266 @@
+"""Agents that outlive the bridge: a conversation's host, and how far its chat is shown.
+
+With `on_stop = "detach"` each agent starts under a host (`bridge/rpc/agenthost`), whose
+address the conversation's record keeps (`HostRecord`). A bridge that stops detaches,
+one that dies just goes; the next one finds the host through the store and asks for
+every record after the last one whose output the chat fully shows (`applied`).
+
+How nothing is shown twice: a run's records are replayed through a renderer set back
+to the counts it had when that run began (so its messages get the same slot names),
+and every message posted since `applied` is in `slots`, adopted by the outbox before
+the replay, so the replay edits those messages instead of posting them again
+(`outbox.recovery.replayed`); what never went out goes out once. `applied` moves to a
+run's end only once everything that run showed has been delivered and no new run has
+begun, and the host is then told it may forget those records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import signal
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+
+from bridge.model import AnswerPress, MessageRef, Send, Upload
+from bridge.render.status import Numbering
+from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan, process_start, remove_stale
+from bridge.rpc.profile import PROFILES
+from bridge.store.records import HostRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from anyio.abc import TaskGroup
+
+    from bridge.conversation.shared import Services
+    from bridge.model import ChatRef, Op
+    from bridge.options import BridgeOptions
+    from bridge.render import Renderer
+    from bridge.rpc import AgentClient
+    from bridge.rpc.profile import Profile
+    from bridge.store.base import Store
+    from bridge.store.records import ConversationRecord
+
+log = logging.getLogger(__name__)
+
+SETTLE_POLL = 0.1
+HOLD_LIMIT = 5.0  # seconds a replay's ops may be held before they go out anyway
+STREAM = "stream:"  # a recorded slot naming the message of a run's Slack stream
+SETTLE_LIMIT = 60.0  # for a run's last messages to go out before it counts as shown
+Reattach = tuple[HostAddress, int, "Profile"]  # the host, the last seq applied, the profile
+
+
+def host_plan(options: BridgeOptions, key: str) -> HostPlan | None:
+    """Where a new agent of `key` is hosted (None: as a child, with `on_stop = "stop"`).
+    The socket is named by a hash of the key: short, and safe as a file name."""
+    if options.on_stop != "detach":
+        return None
+    name = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return HostPlan(
+        socket=options.data_dir / "hosts" / f"{name}.sock",
+        detach_timeout=options.detach_timeout,
+        run_limit=options.max_run_time,
+    )
+
+
+def address_of(record: HostRecord) -> HostAddress:
+    return HostAddress(record.socket, record.pid, record.started)
+
+
+def alive(record: HostRecord) -> bool:
+    return process_start(record.pid) == record.started
+
+
+class Host(Protocol):
+    """The conversation, as its hosting sees it."""
+
+    chat: ChatRef
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def record(self) -> ConversationRecord | None: ...
+
+    @property
+    def renderer(self) -> Renderer: ...
+
+    async def save(self, **changes: object) -> None: ...
+
+    def submit(self, ops: Sequence[Op]) -> None: ...
+
+
+class Hosting:
+    def __init__(self, host: Host, services: Services) -> None:
+        self._host = host
+        self.s = services
+        self.plan = host_plan(services.options, host.key)  # None: agents are children
+        # The chat ops of a replay, held until it has caught up with what the agent
+        # wrote meanwhile, then sent at once: the outbox merges each message's edits
+        # into one, so an answer is not shown going back to its start and growing again.
+        self._held: list[Op] | None = None
+        self._held_since = 0.0
+
+    @property
+    def _record(self) -> HostRecord | None:
+        record = self._host.record
+        return record.host if record is not None else None
+
+    async def prepare(self) -> Reattach | None:
+        """Before a reattach: the renderer set back (its live run's clock too), the
+        messages shown since adopted, and what to reattach to (None: no host, or it
+        is gone)."""
+        record = self._record
+        if record is None or not alive(record):
+            return None
+        key = self._host.key
+        live = [r.started_at for r in await self.s.store.live_runs() if r.key == key]
+        # The store's times are wall-clock; the renderer's are monotonic.
+        began = self.s.clock() - (self.s.wall() - live[0]) if live else None
+        self._host.renderer.counts = Numbering(record.runs, record.messages, began)
+        self._held, self._held_since = [], self.s.clock()
+        for slot, message_id in (await self._end_streams(record)).items():
+            self.s.outbox.adopt(self._host.key, slot, MessageRef(self._host.chat, message_id))
+        return address_of(record), record.applied, PROFILES.get(record.profile, PROFILES["pi"])
+
+    def held(self, ops: Sequence[Op]) -> Sequence[Op]:
+        """Of `ops`, those to send now: all, unless a replay is on (a press is
+        answered at once even then)."""
+        if self._held is None:
+            return ops
+        self._held += [op for op in ops if not isinstance(op, AnswerPress)]
+        return [op for op in ops if isinstance(op, AnswerPress)]
+
+    def caught_up(self, agent: AgentClient) -> None:
+        """After each record: once the replay has reached what the host had when the
+        bridge came back (or has taken too long), its held ops go out."""
+        link = agent.link
+        if self._held is None:
+            return
+        # The reader may be ahead of what is rendered: caught up once nothing waits.
+        waiting = agent.events.statistics().current_buffer_used
+        done = not isinstance(link, HostLink) or (link.last_seq >= link.replay_end and not waiting)
+        if done or self.s.clock() - self._held_since > HOLD_LIMIT:
+            self._release()
+
+    def _release(self) -> None:
+        ops, self._held = self._held, None
+        if ops:
+            self._host.submit(ops)
+
+    def posted(self, op: Op) -> bool:
+        """Whether `op` posts what a message from before a restart already shows."""
+        record = self._record
+        return record is not None and isinstance(op, Upload) and op.slot in record.slots
+
+    async def started(self, agent: AgentClient) -> None:
+        """An agent is up: a new host is recorded (a reattached one is already)."""
+        link = agent.link
+        if not isinstance(link, HostLink):
+            return
+        known = self._record
+        if known is not None and address_of(known) == link.address:
+            return
+        counts, chat = self._host.renderer.counts, self._host.chat
+        record = HostRecord(
+            socket=link.address.socket,
+            pid=link.address.pid,
+            started=link.address.started,
+            profile=agent.profile.name,
+            chat_id=chat.chat_id,
+            thread_id=chat.thread_id,
+            is_group=chat.is_group,
+            runs=counts.runs,
+            messages=counts.messages,
+        )
+        await self._host.save(host=record)
+
+    async def delivered(self, op: Op, ref: MessageRef | None) -> None:
+        """An outbox observer: a message posted for this conversation is remembered
+        until its run counts as shown, so a replay edits it rather than post it again."""
+        record = self._record
+        if record is None:  # no host: the usual case with on_stop = "stop"
+            return
+        slots = dict(record.slots)
+        stream = self.s.outbox.streams.run_of(self._host.key)
+        if stream is not None:  # a Slack stream holds the run: its message, too
+            slots[f"{STREAM}{stream.run}"] = stream.ref.message_id
+        if ref is not None and isinstance(op, Send | Upload):
+            slots[op.slot] = ref.message_id
+        if slots != record.slots:
+            await self._update(slots=slots)
+
+    async def _end_streams(self, record: HostRecord) -> dict[str, str]:
+        """Stop the streams an earlier bridge left open (their run goes on in a new
+        one, as it is replayed) and clear the thread's status line; the other slots."""
+        stop = getattr(self.s.adapter, "stop_stream", None)
+        status = getattr(self.s.adapter, "set_status", None)
+        chat = self._host.chat
+        for slot, message_id in record.slots.items():
+            if slot.startswith(STREAM) and stop is not None:
+                with contextlib.suppress(Exception):  # gone, or refused: nothing to stop
+                    await stop(MessageRef(chat, message_id), "")
+                if status is not None:
+                    with contextlib.suppress(Exception):
+                        await status(chat, "")
+        return {k: v for k, v in record.slots.items() if not k.startswith(STREAM)}
+
+    def run_ended(self, agent: AgentClient, tg: TaskGroup) -> None:
+        """A run ended: once what it showed is delivered, it counts as shown."""
+        link = agent.link
+        if isinstance(link, HostLink) and self._record is not None:
+            counts = self._host.renderer.counts
+            tg.start_soon(self._settle, agent, link, link.last_seq, counts.runs, counts.messages)
+
+    async def _settle(
+        self, agent: AgentClient, link: HostLink, seq: int, runs: int, messages: int
+    ) -> None:
+        key, outbox = self._host.key, self.s.outbox
+        with anyio.move_on_after(SETTLE_LIMIT):
+            while outbox.pending(key) and not agent.state.busy:  # noqa: ASYNC110 (polled)
+                await anyio.sleep(SETTLE_POLL)
+        if agent.state.busy or outbox.pending(key) or self._record is None:
+            return  # a new run began: its own end settles both
+        await self._update(applied=seq, runs=runs, messages=messages, slots={})
+        # Lost, the host keeps them a little longer: `applied` is what counts.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await link.ack(seq)
+
+    async def gone(self) -> None:
+        """The agent ended for good: nothing is left to reattach to."""
+        self._release()  # what a replay showed so far is shown
+        record = self._record
+        if record is not None:
+            remove_stale(address_of(record))
+            await self._host.save(host=None)
+
+    async def _update(self, **changes: object) -> None:
+        record = self._record
+        if record is None:
+            return
+        try:
+            await self._host.save(host=record.model_copy(update=changes))
+        except Exception as exc:
+            # The store is down for a moment: the record is a little behind (a take-back
+            # would replay a little more), which is no reason to end the conversation.
+            log.warning("%s: could not record its host (%s)", self._host.key, exc)
+
+
+async def stop_all(store: Store, key_prefix: str = "") -> int:
+    """End every agent left running under a host (`pi-bridge stop-agents`): each host
+    gets SIGTERM, which ends its agent in order. How many there were."""
+    stopped = 0
+    for record in await store.list_conversations():
+        host = record.host
+        if host is None or not record.key.startswith(key_prefix):
+            continue
+        if alive(host):
+            with contextlib.suppress(OSError):
+                os.kill(host.pid, signal.SIGTERM)
+                stopped += 1
+        await store.put_conversation(record.model_copy(update={"host": None}))
+    return stopped

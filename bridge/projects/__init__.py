@@ -1,0 +1,1 @@
+"""Git work: a conversation's project, its worktree, git run by the bridge, snapshots."""
