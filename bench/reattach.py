@@ -52,9 +52,11 @@ if __package__ in (None, ""):
 
 from bench.reattach_bridge import measure_bridge, percentile
 from bench.standin_stream_agent import MARK, read_emits, records_per_run
-from bridge.rpc import AgentClient, AgentSpec, RunEnded
+from bridge.rpc.client import AgentClient
 from bridge.rpc.events import MessageUpdate
 from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan
+from bridge.rpc.process import AgentSpec
+from bridge.rpc.signals import RunEnded
 
 if TYPE_CHECKING:
     from bridge.rpc.profile import Profile

@@ -38,7 +38,7 @@ if __package__ in (None, ""):
 
 from bridge.containment.sandbox import contain
 from bridge.options import AgentOptions, BridgeOptions, NetworkMode, SandboxOptions
-from bridge.rpc import AgentClient
+from bridge.rpc.client import AgentClient
 from bridge.rpc.process import AgentSpec, spawn, terminate_group
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bridge.model import ButtonPress, Inbound
-from bridge.rpc import agent_environment
+from bridge.rpc.env import agent_environment
 from tests.support.agents import extension_path
 from tests.support.bridge_harness import CHAT, KEY, OWNER, STRANGER, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from bridge.options import BridgeOptions
-    from bridge.rpc import AgentClient
+    from bridge.rpc.client import AgentClient
     from tests.support.agents import AgentHome
     from tests.support.bridge_harness import BridgeHarness
     from tests.support.fake_llm import FakeLLM

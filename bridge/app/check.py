@@ -117,7 +117,8 @@ async def _check_projects(options: BridgeOptions, out: TextOut) -> int:
 
 
 async def _check_agent(options: BridgeOptions) -> str:
-    from bridge.rpc import AgentClient, AgentSpec
+    from bridge.rpc.client import AgentClient
+    from bridge.rpc.process import AgentSpec
 
     # A throwaway data dir: the agent may write there, and must not touch the real one.
     # It starts as it will serve: in its sandbox, where the mode says so.

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from bridge.model import ConversationSettings, Op, PlatformLimits
     from bridge.projects.project import Projects
     from bridge.render import Renderer
-    from bridge.rpc import AgentClient
+    from bridge.rpc.client import AgentClient
     from bridge.store.records import ConversationRecord
 
 

@@ -26,7 +26,10 @@ from bridge.conversation.hosts import Hosting
 from bridge.conversation.shared import Holder
 from bridge.files.send_file import SentFiles
 from bridge.paths import GATE_EXTENSION
-from bridge.rpc import AgentClient, AgentGone, AgentSpec, RpcError, RunEnded
+from bridge.rpc.client import AgentClient
+from bridge.rpc.errors import RpcError
+from bridge.rpc.process import AgentSpec
+from bridge.rpc.signals import AgentGone, RunEnded
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from bridge.model import ChatRef, Op
     from bridge.projects.project import Projects
     from bridge.render import Renderer
-    from bridge.rpc import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
     from bridge.store.records import ConversationRecord
 
 log = logging.getLogger(__name__)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from bridge.model import ChatRef, Op, Sender
     from bridge.projects.project import Projects
     from bridge.render import Renderer
-    from bridge.rpc import AgentClient
+    from bridge.rpc.client import AgentClient
     from bridge.rpc.ui import SelectRequest
     from bridge.store.records import ConversationRecord
 

@@ -48,9 +48,9 @@ from bridge.files.attachments import as_content, fetched
 from bridge.model import AnswerPress, Inbound
 from bridge.projects.project import Projects
 from bridge.render import BusyChoice, DialogChoice, PickerChoice, QueueChoice, Renderer, StopChoice
-from bridge.rpc import AgentClient, AgentExited, AgentGone, RpcError, RunEnded, RunStarted
+from bridge.rpc.errors import AgentExited, RpcError
 from bridge.rpc.events import CompactionEnd, LegacyCompaction
-from bridge.rpc.signals import DialogExpired
+from bridge.rpc.signals import AgentGone, DialogExpired, RunEnded, RunStarted
 from bridge.rpc.ui import ConfirmRequest, EditorRequest, InputRequest, SelectRequest
 
 if TYPE_CHECKING:
@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 
     from bridge.conversation.shared import Services
     from bridge.model import ChatRef, ConversationSettings, Op, PlatformLimits, Sender
-    from bridge.rpc import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
+    from bridge.rpc.client import AgentClient
     from bridge.store.records import ConversationRecord
 
 log = logging.getLogger(__name__)

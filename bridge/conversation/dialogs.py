@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from bridge.conversation.shared import Services
     from bridge.model import ButtonPress, ChatRef, Op, Sender
     from bridge.render import DialogChoice, Renderer
-    from bridge.rpc import AgentClient
+    from bridge.rpc.client import AgentClient
     from bridge.rpc.signals import DialogExpired
     from bridge.rpc.ui import DialogRequest
     from bridge.store.records import ConversationRecord

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from bridge.model import ChatRef, Op
     from bridge.options import BridgeOptions
     from bridge.render import Renderer
-    from bridge.rpc import AgentClient
+    from bridge.rpc.client import AgentClient
     from bridge.rpc.profile import Profile
     from bridge.store.base import Store
     from bridge.store.records import ConversationRecord

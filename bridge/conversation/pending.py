@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from bridge.model import Image, Op, Sender
     from bridge.render import QueueChoice, Renderer
     from bridge.render.queued import QueueView
-    from bridge.rpc import AgentClient
+    from bridge.rpc.client import AgentClient
 
 TAKEN = "✔ taken by the agent"
 DROPPED = "✖ not sent: the agent stopped"

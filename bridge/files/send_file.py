@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from bridge.containment.hidden import Sight
     from bridge.model import Op
-    from bridge.rpc.client import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
 
 OUTSIDE = "⚠️ The agent asked to send a file outside its workspace; not sent."
 HIDDEN = (

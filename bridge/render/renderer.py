@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from bridge.model import Formatter, Op, PlatformLimits
     from bridge.render.choices import Choice, DialogChoice, PickerOption
-    from bridge.rpc.client import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
 
 EXPIRED = "⌛ expired — the agent went on without an answer"
 _DEFAULT_SETTINGS = ConversationSettings()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
+from bridge.rpc.agent_event import AgentEvent
 from bridge.rpc.commands import (
     Abort,
     Command,
@@ -52,7 +53,6 @@ from bridge.rpc.signals import (
     OrphanResponse,
     RunEnded,
     RunStarted,
-    Signal,
 )
 from bridge.rpc.state import Phase, RunChange, RunState
 
@@ -73,8 +73,6 @@ SETTLE_GRACE = 0.5
 ABORT_ON_CLOSE_TIMEOUT = 2.0
 EVENT_BUFFER = 4096
 DIALOG_TICK = 0.2  # how often agent-side dialog deadlines are checked
-
-AgentEvent = Decoded | Signal
 
 
 class AgentClient:

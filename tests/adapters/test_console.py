@@ -41,7 +41,7 @@ from bridge.rpc.signals import RunEnded, RunStarted
 
 if TYPE_CHECKING:
     from bridge.model import Inbound, Op
-    from bridge.rpc.client import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
 
 pytestmark = pytest.mark.anyio
 

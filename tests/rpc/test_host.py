@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
-from bridge.rpc import AgentClient, AgentExited, RunEnded
 from bridge.rpc.agenthost.buffer import Buffer, kind
 from bridge.rpc.agenthost.lines import DROPPED, Lines
+from bridge.rpc.client import AgentClient
+from bridge.rpc.errors import AgentExited
 from bridge.rpc.events import AgentEnd, ToolExecutionEnd, ToolExecutionStart
 from bridge.rpc.hostlink import HostGone, HostLink, HostPlan, process_start
+from bridge.rpc.signals import RunEnded
 from bridge.rpc.ui import SelectRequest
 from tests.conftest import require_agent
 from tests.support.agent_session import Recorder, spec_for
@@ -33,7 +35,7 @@ from tests.support.fake_llm import Reply, ToolCall
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from bridge.rpc import AgentSpec
+    from bridge.rpc.process import AgentSpec
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
 

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.rpc import RunEnded, RunStarted, Unsupported
 from bridge.rpc.commands import GetState
 from bridge.rpc.content import ImageContent
+from bridge.rpc.errors import Unsupported
 from bridge.rpc.events import QueueUpdate
 from bridge.rpc.profile import LEGACY
+from bridge.rpc.signals import RunEnded, RunStarted
 from tests.rpc.test_client import PNG
 from tests.support.agent_session import running, spec_for
 from tests.support.agents import LEGACY_VERSION

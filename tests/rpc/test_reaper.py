@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
-from bridge.rpc import AgentSpec, agent_environment
 from bridge.rpc.commands import Bash, encode_command
-from bridge.rpc.process import spawn
+from bridge.rpc.env import agent_environment
+from bridge.rpc.process import AgentSpec, spawn
 from bridge.rpc.reaper import children, parent_of
 from tests.support.agents import AGENT_VERSIONS
 from tests.support.loopback import until
@@ -170,7 +170,7 @@ BRIDGE = textwrap.dedent(
     """
     import anyio, json, sys
     from pathlib import Path
-    from bridge.rpc import AgentSpec
+    from bridge.rpc.process import AgentSpec
     from bridge.rpc.commands import Bash, encode_command
     from bridge.rpc.process import spawn
 

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from bridge.rpc import AgentClient, AgentSpec
+from bridge.rpc.client import AgentClient
 from bridge.rpc.events import MessageUpdate
+from bridge.rpc.process import AgentSpec
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
-    from bridge.rpc import AgentEvent
+    from bridge.rpc.agent_event import AgentEvent
     from tests.support.agents import AgentHome
 
 T = TypeVar("T")
