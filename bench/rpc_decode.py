@@ -5,7 +5,7 @@ The stream is synthetic but shaped like a real pi answer of `--deltas` text delt
 are next to the repository, from a built-in copy of those shapes otherwise:
 
 - 0.73.1: every `message_update` carries the whole answer so far twice (`message` and
-  `assistantMessageEvent.partial`), so 2000 deltas make ~17.7 MB (OBSERVED.md, "Framing");
+  `assistantMessageEvent.partial`), so 2000 deltas make ~17.7 MB (docs/rpc.md, "Update sizes");
 - 0.87.1: deltas only, ~0.5 MB for the same answer.
 
 On the same bytes it times (a) "bare": `bytes.split(b"\\n")` + `json.loads` per line;

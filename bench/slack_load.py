@@ -71,7 +71,8 @@ if TYPE_CHECKING:
     from tests.support.fake_slack import Call
 
 STANDIN = Path(__file__).resolve().parent / "standin_stream_agent.py"
-# slack_sdk ignores NO_PROXY (PITFALLS.md): a proxy variable would send 127.0.0.1 away.
+# slack_sdk ignores NO_PROXY (docs/design.md, "Platform libraries"): a proxy variable
+# would send 127.0.0.1 away.
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 VISIBLE = frozenset(
     {"chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream"}

@@ -147,7 +147,8 @@ class Agent:
                 run.join()
             self.respond(command)
         else:
-            # 0.73.1 leaves the id out of this error (OBSERVED.md, "Framing"); for
+            # 0.73.1 leaves the id out of this error (docs/rpc.md, "Correlation by `id`,
+            # then by command name"); for
             # get_available_thinking_levels it makes the client choose the `pi` profile.
             self.emit(
                 {

@@ -2,7 +2,7 @@
 
 The data dir holds the store, session files and the agents' workspaces; an
 agent's cwd is always a workspace under it, never the bridge's own directory
-(PITFALLS.md: the agent runs shell commands in its cwd).
+(docs/security.md, "In every mode": the agent runs shell commands in its cwd).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `Bridge` is the composition root an adapter drives: `async with Bridge(...) as
 bridge:` starts the outbox and the supervisor in one task group; the adapter
 calls `await bridge.handle(inbound)` for every platform update and returns at
-once (PITFALLS.md: a handler that waits for the agent stalls button presses).
+once (docs/design.md, "Platform libraries": a waiting handler stalls button presses).
 Leaving the block drains: runs may finish for `drain_timeout`, live messages
 are marked interrupted, agents are stopped, queued chat output is flushed.
 

@@ -1,7 +1,7 @@
 """The whole bridge end to end: recording adapter → router → supervisor → real pi agent
 (against the scripted fake LLM) → renderer → outbox → recording adapter.
 
-Each test is a user journey from DESIGN.md; assertions are on what the chat shows
+Each test is a user journey from docs/design.md; assertions are on what the chat shows
 and what the model was sent, never on which internal function ran.
 """
 

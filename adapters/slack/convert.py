@@ -1,6 +1,6 @@
 """Slack payloads → `bridge.model.Inbound` (pure: no I/O, tested on JSON fixtures).
 
-Conversation keys (DESIGN.md "Conversations"): a top-level `app_mention` starts the
+Conversation keys (docs/design.md, "Conversations"): a top-level `app_mention` starts the
 thread `slack:<team>:<channel>:<ts>`; later messages in that thread belong to it
 only when the bridge already owns the thread (`known_threads`), so chatter in
 other threads is never seen; a DM is one conversation, `slack:<team>:<channel>`.

@@ -9,7 +9,7 @@ the form is unknown (a restart) or Slack refuses the modal, the plain press goes
 through and the bridge asks for the answer as a message. Redeliveries are
 dropped by `event_id` here and again by the bridge's store: Socket Mode marks
 first deliveries with `x-slack-retry-num: "0"`, so headers are no guide
-(PITFALLS.md). How deliveries arrive (Socket Mode or HTTP) is transport.py's.
+(docs/design.md, "Platform libraries"). How deliveries arrive is transport.py's.
 
 A delivery bolt or a converter cannot read is acknowledged, counted and skipped
 (adapters/slack/transport.py, adapters/malformed.py), never delivered again.

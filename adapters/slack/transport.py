@@ -1,8 +1,8 @@
 """How Slack's deliveries reach bolt: Socket Mode, or HTTP; and what cannot be read.
 
-`serve` runs bolt's Socket Mode handler (its close can hang ~10 s: bounded,
-PITFALLS.md) or bolt's aiohttp app behind the bridge's HTTP runner (each request
-whole within its read deadline, bridge/httpserver.py).
+`serve` runs bolt's Socket Mode handler (its close can hang ~10 s: bounded;
+docs/design.md, "Platform libraries") or bolt's aiohttp app behind the bridge's HTTP runner
+(each request whole within its read deadline, bridge/httpserver.py).
 
 A delivery that cannot be read is acknowledged, counted and skipped. One bolt fails
 on (an `event` that is no object: a middleware raises) would get bolt's 500, which
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLOSE_TIMEOUT = 3.0  # Socket Mode close_async() can block ~10 s (PITFALLS.md)
+CLOSE_TIMEOUT = 3.0  # close_async() can block ~10 s (docs/design.md, "Platform libraries")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 

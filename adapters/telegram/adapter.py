@@ -3,7 +3,7 @@
 It only calls the Bot API and translates: `Keyboard` → inline keyboards whose
 callback_data is the button's opaque token, `Markup` → parse mode, and
 `telegram.error` → the bridge's `PlatformError` tree (at the boundary, always
-``raise … from exc``). Pacing is the outbox's job (PITFALLS.md: PTB's
+``raise … from exc``). Pacing is the outbox's job (docs/design.md, "Platform libraries": PTB's
 `AIORateLimiter` has no per-chat edit limit and on a 429 holds back every chat),
 so no rate limiter is installed here; `limits` tells the outbox the numbers,
 for private chats and for groups.

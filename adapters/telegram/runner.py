@@ -4,7 +4,7 @@
 registers the bridge's commands, opens the bridge, and takes updates until `stop`:
 
 - Polling (no `webhook_url`): any webhook is cleared *without* dropping pending
-  updates (PITFALLS.md: `drop_pending_updates=True` loses what was sent while the
+  updates (docs/design.md, "Platform libraries": dropping them loses what was sent while the
   bridge was down). An update is confirmed (the next getUpdates' `offset`) only
   after `bridge.handle()` returned for it, so a crash redelivers instead of losing;
   the bridge drops redeliveries by `event_id`. This is why the loop is ours and not

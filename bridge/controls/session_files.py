@@ -1,7 +1,7 @@
 """pi's session files, read for /sessions: what each one is, without trusting it.
 
 A session file is JSON lines the agent appends, `<ISO>_<uuid>.jsonl` in the
-conversation's session dir (OBSERVED.md, "State and sessions"): a `session` header
+conversation's session dir (docs/rpc.md, "Session files"): a `session` header
 (its `cwd`), then entries. Those read here: `message` (the user's, the assistant's with
 `usage.cost.total`, tool results; 0.87.1 also writes a `system` message holding the
 whole system prompt) and `session_info` (what `set_session_name` appends in 0.73.1

@@ -8,8 +8,8 @@ message that no longer waits changes nothing.
 - An agent with `clear_queue` (0.87.1) gets everything at once. Withdrawing one
   message clears its whole queue (it answers with what it removed) and sends the
   rest back, in order. What it still holds when a run ends would wait for a next
-  prompt that may never come (OBSERVED.md [e2]), so `run_ended` takes it back and
-  starts the next run with it.
+  prompt that may never come (docs/rpc.md, "Steer and follow-up"), so `run_ended` takes
+  it back and starts the next run with it.
 - One without (0.73.1, the legacy agent) could never give a follow-up back, so the
   bridge holds follow-ups and sends each as the next prompt when a run ends, in
   order, as the agent would have taken it. A steer goes in at once and, since it

@@ -5,7 +5,7 @@ agent takes it or someone withdraws it. Where it waits depends on the agent:
 - `STEER` / `FOLLOW_UP`: in the agent's own queue. The agent has taken it when a
   `queue_update` no longer lists it (after one did: the update can come before the
   bridge has the command's answer) or when its text comes back as a user message
-  of the run (OBSERVED.md, "Busy agent"). Only `clear_queue` (0.87.1) gives it back,
+  of the run (docs/rpc.md, "Steer and follow-up"). Only `clear_queue` (0.87.1) gives it back,
   and it empties the whole queue: `removed` matches what it answered to the
   entries, `requeue` says what goes back in, in the order it was.
 - `HELD`: a follow-up the bridge keeps because the agent could never give it back

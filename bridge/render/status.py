@@ -246,7 +246,8 @@ def retire_after_crash(message_id: str) -> tuple[str, Edit]:
 
 
 def _was_aborted(message: AssistantMessage) -> bool:
-    # 0.87.1 reports an abort after a tool or a dialog as an error (OBSERVED.md).
+    # 0.87.1 reports an abort after a tool or a dialog as an error (docs/rpc.md,
+    # "Aborts reported as errors").
     error = (message.errorMessage or "").lower()
     return message.stopReason == "aborted" or (message.stopReason == "error" and "abort" in error)
 

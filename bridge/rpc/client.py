@@ -262,7 +262,8 @@ class AgentClient:
 
     async def abort(self) -> None:
         """Stop the run. Pending dialogs are cancelled in the same breath: with one
-        open, the agent holds the abort until it is answered (OBSERVED.md, f3)."""
+        open, the agent holds the abort until it is answered (docs/rpc.md, "Abort cancels
+        dialogs first")."""
         if self.profile.is_legacy:
             self._legacy.clear()
             await self._write(Abort())

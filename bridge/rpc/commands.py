@@ -179,7 +179,7 @@ class GetLastAssistantText(_Command):
 
 class SetSessionName(_Command):
     type: Literal["set_session_name"] = "set_session_name"
-    name: str = Field(min_length=1)  # the agents reject "" (OBSERVED.md)
+    name: str = Field(min_length=1)  # the agents reject "" (docs/rpc.md, "Session names")
 
 
 class GetCommands(_Command):

@@ -2,7 +2,7 @@
 
 Unions fall back to a generic model (`OtherBlock`, `OtherMessage`) so a new block
 type or message role from a newer agent is kept, not rejected. `UserMessage.content`
-may be a string or a list of blocks: both are seen (OBSERVED.md, "Runs").
+may be a string or a list of blocks (docs/rpc.md, "User content, string or blocks").
 """
 
 from __future__ import annotations

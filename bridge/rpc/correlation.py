@@ -2,7 +2,7 @@
 
 As h11 keeps its state machine apart from sockets, this keeps the bookkeeping of
 requests apart from the pipes (`client.py` waits and writes). The rules
-(OBSERVED.md, "Responses"):
+(docs/rpc.md, "Correlation by `id`, then by command name"):
 
 - a response with an `id` answers the open request of that id, once; an `id` nobody
   is waiting for (timed out, answered already, never sent) makes it an orphan;

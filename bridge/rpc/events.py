@@ -22,7 +22,8 @@ from bridge.rpc.wire import Wire
 
 
 class Response(Wire):
-    """The answer to a command. `id` is missing on some errors (OBSERVED.md)."""
+    """The answer to a command. `id` is missing on some errors (docs/rpc.md,
+    "Correlation by `id`, then by command name")."""
 
     type: Literal["response"]
     id: str | None = None

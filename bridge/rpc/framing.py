@@ -1,6 +1,6 @@
 """LF-only record framing for the agent's stdout, with no I/O.
 
-Invariants (OBSERVED.md, "Framing"):
+Invariants (docs/rpc.md, "Framing on LF only"):
 - records end at b"\\n" only; U+2028/U+2029 and every other byte inside a record
   are content, so nothing here decodes text or uses `splitlines()`;
 - one trailing b"\\r" is stripped (CRLF writers are tolerated), empty records are

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # pi exits on stdin EOF within ~100 ms when idle; a run being aborted takes longer.
 STDIN_CLOSE_WAIT = 3.0
-# SIGTERM → exit 143 in well under a second (OBSERVED.md, "State and sessions").
+# SIGTERM → exit 143 in well under a second (docs/rpc.md, "Exits").
 SIGTERM_WAIT = 3.0
 SIGKILL_WAIT = 2.0
 

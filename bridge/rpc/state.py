@@ -1,7 +1,7 @@
 """What one agent is doing, derived from the events it sent (pure, no I/O).
 
 `RunState.apply(event, now)` folds one event in and returns a `RunChange` when a
-run starts or ends. The rules come from OBSERVED.md:
+run starts or ends. The rules (docs/rpc.md, "Rules the code follows"):
 - a run starts on `agent_start`, on a successful `prompt` response (atomic can
   lose the first `agent_start`) or on any in-run event while idle;
 - `agent_end` is not the end: on a transient error it is followed by

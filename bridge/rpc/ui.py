@@ -2,7 +2,8 @@
 
 Dialogs (`select`, `confirm`, `input`, `editor`) block the agent until answered;
 the rest are fire-and-forget. A dialog's `timeout` (ms) is enforced by the agent,
-which tells the client nothing when it fires (OBSERVED.md, "Extension dialogs"),
+which tells the client nothing when it fires (docs/rpc.md, "Dialog timeouts are
+tracked here"),
 so whoever shows the dialog keeps its own timer. Unknown methods are kept as
 `OtherUIRequest`.
 """

@@ -2,7 +2,7 @@
 
 A bare `null` line crashes 0.73.1 and 0.87.1, and the legacy agent's reader on Node
 24 splits a raw U+2028, so every line must be an object, ASCII only, with one LF at
-the end and no `null` anywhere (OBSERVED.md, "Framing").
+the end and no `null` anywhere (docs/rpc.md, "Commands are one ASCII line").
 """
 
 from __future__ import annotations

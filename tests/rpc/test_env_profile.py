@@ -217,7 +217,7 @@ def recorded_state(folder: str) -> dict[str, Any]:
 def test_classify_recognises_each_recorded_agent(
     folder: str, knows_new_commands: bool, expected: Profile
 ) -> None:
-    # get_available_thinking_levels succeeds on 0.8x and atomic only (OBSERVED.md).
+    # get_available_thinking_levels succeeds on 0.8x and atomic only (docs/rpc.md, "Profiles").
     assert classify(recorded_state(folder), knows_new_commands) is expected
 
 

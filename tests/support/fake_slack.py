@@ -33,7 +33,8 @@ welcome"), and `chat.postMessage` beyond a per-channel token bucket of 3 (burst)
 refilled at 1/s ("1 message per second per channel, short bursts allowed"), and the
 streaming methods' tiers (fake_slack_streams.py). Other methods' tiers are not modelled.
 
-Tests must clear the proxy variables: slack_sdk ignores NO_PROXY (PITFALLS.md).
+Tests must clear the proxy variables: slack_sdk ignores NO_PROXY
+(docs/design.md, "Platform libraries").
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ Rules from the method pages (docs.slack.dev/reference/methods/<method>) unless m
 - A request has markdown_text or chunks, not both
   (cannot_provide_both_markdown_text_and_chunks; documented for append and stop, refused
   at the start too); an append needs one (markdown_text_or_chunks_required). A stream
-  keeps the way its content came first (streaming_mode_mismatch, PITFALLS.md).
+  keeps the way its content came first (streaming_mode_mismatch;
+  docs/design.md, "Platform libraries").
 - Chunks: markdown_text, task_update, plan_update, blocks; anything else, or a malformed
   one, is invalid_chunks. task_update (the chunk object, docs.slack.dev/messaging/
   sending-and-scheduling-messages#text-streaming): id always, title and status when the

@@ -63,7 +63,8 @@ DRAFT_LIFE = 30.0
 DRAFT_BURST = 5.0
 DRAFT_RATE = 4.0
 # Telegram documents no error texts for drafts. Bots streaming into groups report
-# "Bad Request: TEXTDRAFT_PEER_INVALID" (PITFALLS.md; github.com/nullclaw/nullclaw/issues/626),
+# "Bad Request: TEXTDRAFT_PEER_INVALID" (docs/design.md, "Platform libraries";
+# github.com/nullclaw/nullclaw/issues/626),
 # and bots got the same before drafts were opened to every bot (PTB 22.7: "Now all bots
 # can use this method"; github.com/yagop/node-telegram-bot-api/issues/1279). The
 # draft_id text is the fake's own.

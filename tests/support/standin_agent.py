@@ -64,7 +64,8 @@ def answer(command: dict[str, object]) -> None:
     elif kind in ("abort", "steer", "follow_up"):
         emit({"id": cid, "type": "response", "command": kind, "success": True})
     else:
-        # 0.73.1 leaves the id out of this error (OBSERVED.md, "Framing").
+        # 0.73.1 leaves the id out of this error (docs/rpc.md, "Correlation by `id`,
+        # then by command name").
         emit(
             {
                 "type": "response",

@@ -9,6 +9,7 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_pro
 
 @pytest.fixture(autouse=True)
 def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    # slack_sdk reads the proxy variables and ignores NO_PROXY (PITFALLS.md).
+    # slack_sdk reads the proxy variables and ignores NO_PROXY
+    # (docs/design.md, "Platform libraries").
     for name in PROXY_VARS:
         monkeypatch.delenv(name, raising=False)
