@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 import anyio
 
+from bridge.backoff import Backoff
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Collection
 
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 # A store hiccup (a Redis failover, a locked sqlite file) lasts seconds: five tries
 # over about eight seconds, then the person is asked to send it again.
 ADMIT_TRIES = 5
-RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+RETRY_BACKOFF = Backoff(first=0.5, cap=8.0)
 GIVEN_UP = (
     "⚠️ The bridge could not take your message in (its storage is failing), so it "
     "did not reach the agent. Please send it again in a minute."
@@ -43,8 +45,9 @@ class AdmissionFailed(Exception):
 
 
 def retry_delay(attempt: int) -> float:
-    """Seconds before attempt `attempt` + 1 (attempts count from 1)."""
-    return RETRY_DELAYS[min(attempt, len(RETRY_DELAYS)) - 1]
+    """Seconds before attempt `attempt` + 1 (attempts count from 1): 0.5 s doubling,
+    at most 8 s."""
+    return RETRY_BACKOFF.delay(attempt)
 
 
 async def until_taken(handle: Callable[[T], Awaitable[None]], item: T) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Final
 
+from bridge.backoff import Backoff
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-BACKOFF_FIRST: Final = 0.5  # seconds before the first retry of a transient error
-BACKOFF_CAP: Final = 30.0
+# Before each retry of a transient error: 0.5 s, doubling, at most 30 s.
+TRANSIENT_BACKOFF: Final = Backoff(first=0.5, cap=30.0)
 
 
 class Budget:
@@ -54,8 +56,3 @@ class Budget:
 def interval(rate: float) -> float:
     """Seconds between calls at `rate` per second; no pacing for a rate of 0."""
     return 1.0 / rate if rate > 0 else 0.0
-
-
-def backoff(tries: int) -> float:
-    """Wait before retry number `tries` (1-based): 0.5 s doubling, capped."""
-    return min(BACKOFF_CAP, BACKOFF_FIRST * 2.0 ** (tries - 1))

@@ -1,7 +1,7 @@
 """What a platform failure leads to: a pure policy from (op, error, entry state) to an outcome.
 
 `recover` decides only; the worker applies the outcome (counts it, forgets a gone
-slot, holds the chat). Retries of transient errors back off (`pacing.backoff`), a
+slot, holds the chat). Retries of transient errors back off (`pacing.TRANSIENT_BACKOFF`), a
 rate limit waits out its `retry_after`, and fallbacks change the op itself: plain
 text for markup the platform refused, a cut for text over its limit, a Send in
 place of an Edit whose message is gone.
@@ -24,7 +24,7 @@ from bridge.model import (
     TransientError,
     Upload,
 )
-from bridge.outbox.pacing import backoff
+from bridge.outbox.pacing import TRANSIENT_BACKOFF
 from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def recover(
     if isinstance(exc, TooLong) and not tried.clipped and (short := clipped(op, limits)):
         return Retry(short, clipped=True)
     if isinstance(exc, TransientError) and tried.transient_tries < max_retries:
-        return Retry(op, backoff(tried.transient_tries + 1), transient=True)
+        return Retry(op, TRANSIENT_BACKOFF.delay(tried.transient_tries + 1), transient=True)
     return GiveUp(exc)
 
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from bridge.backoff import Backoff
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 GIT_TIMEOUT = 60.0
 # Another process's lock is usually held for milliseconds (a commit, a ref update).
 LOCK_RETRIES = 5
-LOCK_BACKOFF = 0.05  # seconds, doubled after each attempt
+LOCK_BACKOFF = Backoff(first=0.05, cap=1.0)  # 0.05 s doubling: 1.55 s over the five
 _LABEL = re.compile(r"(fatal|error|warning): (.*)")
 # For git run by the bridge in a directory an agent writes: nothing found there may
 # make git start a program outside the sandbox (a planted fsmonitor, hook or
@@ -106,7 +108,6 @@ class Result:
 
 async def git(where: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     """Run git in `where`, retrying while another process holds one of git's locks."""
-    delay = LOCK_BACKOFF
     for attempt in range(LOCK_RETRIES + 1):
         try:
             with anyio.fail_after(GIT_TIMEOUT):
@@ -124,8 +125,7 @@ async def git(where: Path, *args: str, env: dict[str, str] | None = None) -> Res
         )
         if result.code == 0 or attempt == LOCK_RETRIES or not is_lock_error(result.err):
             return result
-        await anyio.sleep(delay)
-        delay *= 2
+        await anyio.sleep(LOCK_BACKOFF.delay(attempt + 1))
     raise AssertionError("unreachable")  # pragma: no cover
 
 

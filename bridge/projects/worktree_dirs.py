@@ -278,12 +278,10 @@ def _locked(fd: int, name: str, common: Path) -> Iterator[Callable[[bytes], None
 
 def _take_lock(fd: int, name: str, common: Path) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    delay = LOCK_BACKOFF
-    for _ in range(LOCK_RETRIES):
+    for retry in range(1, LOCK_RETRIES + 1):
         with contextlib.suppress(FileExistsError):
             return os.open(f"{name}.lock", flags, 0o666, dir_fd=fd)
-        time.sleep(delay)  # in a worker thread, as every call here is
-        delay *= 2
+        time.sleep(LOCK_BACKOFF.delay(retry))  # in a worker thread, as every call here is
     try:
         return os.open(f"{name}.lock", flags, 0o666, dir_fd=fd)
     except FileExistsError as exc:

@@ -26,9 +26,10 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
+from redis.backoff import AbstractBackoff
 from redis.exceptions import RedisError
 
+from bridge.backoff import Backoff
 from bridge.store.base import AUDIT_CAP, StoreError, check_ttl, dialog_order, redact_url
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
 
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 DEFAULT_PREFIX = "pi-bridge:"
-RETRIES = 6  # ≈ 2.5 s of back-off in all
+RETRIES = 6
+RETRY_BACKOFF = Backoff(first=0.1, cap=1.0)  # 0.1 s doubling: 3.5 s over the six
 PREFIX_PARAM = "prefix"  # URL query parameter naming the key prefix
 
 # KEYS: dialog token list, conversation's dialog set. ARGV: token key prefix, request id.
@@ -118,7 +120,7 @@ class RedisStore:
             # commands are sent again on a new one rather than failing the bridge's
             # writes (the store's writes are idempotent, a dialog's taking excepted,
             # which then answers "already answered": never twice).
-            retry = Retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES)
+            retry = Retry(_Waits(RETRY_BACKOFF), RETRIES)
             client = aioredis.from_url(client_url, decode_responses=True, retry=retry)
         except ValueError as exc:
             raise ValueError(f"bad redis store URL {label}: {exc}") from None
@@ -288,6 +290,16 @@ def split_prefix(url: str) -> tuple[str, str | None]:
 def _text(value: bytes | str) -> str:
     # The client decodes responses; the bytes branch only satisfies redis-py's types.
     return value.decode() if isinstance(value, bytes) else value
+
+
+class _Waits(AbstractBackoff):
+    """redis-py's retries, waiting by the bridge's back-off rule (bridge/backoff.py)."""
+
+    def __init__(self, backoff: Backoff) -> None:
+        self._backoff = backoff
+
+    def compute(self, failures: int) -> float:
+        return self._backoff.delay(failures)  # redis-py counts failures from 1
 
 
 __all__ = ["DEFAULT_PREFIX", "PREFIX_PARAM", "RedisStore", "split_prefix"]
