@@ -8,6 +8,7 @@ from bridge.render import PickerOption
 from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
+    from bridge.controls.registry import Picker
     from bridge.controls.target import Target
     from bridge.model import Op
 
@@ -27,7 +28,7 @@ def one_line(text: str, limit: int) -> str:
 
 def picker(
     target: Target,
-    kind: str,
+    kind: Picker,
     title: str,
     values: list[str],
     labels: list[str] | None = None,
@@ -45,4 +46,4 @@ def picker(
         for value, label, outcome in zip(values, shown, said, strict=True)
     ][:MAX_PICKER]
     per_row = 1 if one_per_row else target.limits.max_buttons_per_row
-    return target.renderer.pick(kind, title, options, per_row)
+    return target.renderer.pick(kind.kind, title, options, per_row)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from bridge.approvals import describe
 from bridge.controls.common import picker
+from bridge.controls.registry import Picker
 
 if TYPE_CHECKING:
     from bridge.controls.target import Target
@@ -47,4 +48,7 @@ async def grants(target: Target, arg: str) -> list[Op]:
     values = [f"revoke {_name(g)}" for g in held]
     labels = [f"🚫 {describe(g)}" for g in held]
     revoked = [f"🚫 Revoked: {describe(g)}" for g in held]
-    return picker(target, "grants", title, values, labels, outcomes=revoked, one_per_row=True)
+    return picker(target, REVOKE, title, values, labels, outcomes=revoked, one_per_row=True)
+
+
+REVOKE = Picker("grants", grants)  # a [🚫 revoke] button: `/grants revoke <grant>`

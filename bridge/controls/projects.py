@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bridge.controls.common import picker
+from bridge.controls.registry import Picker
 from bridge.model import Upload
 from bridge.projects.git import WorktreeError
 from bridge.render.textbits import count
@@ -58,7 +59,7 @@ def _show(target: Target) -> list[Op]:
         return target.renderer.notice(made)
     if not allowed:
         return target.renderer.notice(f"{NO_PROJECT} {NONE_HERE}")
-    return picker(target, "project", f"{NO_PROJECT} Work in a project?", allowed)
+    return picker(target, CHOOSE, f"{NO_PROJECT} Work in a project?", allowed)
 
 
 async def done(target: Target) -> list[Op]:
@@ -82,7 +83,7 @@ def _keep_or_discard(target: Target, found: str) -> list[Op]:
     checkout = target.projects.checkout()
     assert checkout is not None
     question = f"{found} Keep it as it is, or discard the changes and the branch {checkout.branch}?"
-    return picker(target, "project_done", question, [KEEP, DISCARD], ["Keep", "Discard"])
+    return picker(target, DONE, question, [KEEP, DISCARD], ["Keep", "Discard"])
 
 
 async def decided(target: Target, choice: str) -> list[Op]:
@@ -93,6 +94,10 @@ async def decided(target: Target, choice: str) -> list[Op]:
         return target.renderer.notice(await target.projects.remove(discard=True))
     except (WorktreeError, AgentStartError) as exc:
         return target.renderer.notice(f"⚠️ {exc}")
+
+
+CHOOSE = Picker("project", project)  # a project's button: `/project <name>`
+DONE = Picker("project_done", decided)  # [Keep] or [Discard]
 
 
 async def diff(target: Target, arg: str) -> list[Op]:

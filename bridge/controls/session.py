@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from bridge.controls import projects
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
+from bridge.controls.registry import Picker
 from bridge.rpc.commands import (
     Clone,
     Compact,
@@ -80,7 +81,7 @@ async def fork(target: Target, arg: str) -> list[Op]:
         return target.renderer.notice("Nothing to fork from yet.")
     values = [str(m["entryId"]) for m in points]
     labels = [one_line(str(m.get("text", "")), 40) for m in points]
-    return picker(target, "fork", "Fork from which message?", values, labels, one_per_row=True)
+    return picker(target, FORK, "Fork from which message?", values, labels, one_per_row=True)
 
 
 async def fork_at(target: Target, entry_id: str) -> list[Op]:
@@ -90,6 +91,9 @@ async def fork_at(target: Target, entry_id: str) -> list[Op]:
     await target.adopt_session(agent)
     text = one_line(str(data(response.data).get("text", "")), 200)
     return target.renderer.notice(f"🍴 Forked. The message you forked at was:\n{text}")
+
+
+FORK = Picker("fork", fork_at)
 
 
 async def clone(target: Target, arg: str) -> list[Op]:

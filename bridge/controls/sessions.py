@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
+from bridge.controls.registry import Picker
 from bridge.controls.session_files import listing, read_summary, session_file
 from bridge.rpc.commands import SwitchSession
 
@@ -49,7 +50,7 @@ async def sessions(target: Target, arg: str) -> list[Op]:
     lines = [entry(i, f, f.name == current) for i, f in enumerate(found, 1)]
     labels = [f"Resume {i}" for i in range(1, len(found) + 1)]
     text = "\n".join([TITLE, *lines])
-    return picker(target, "sessions", text, [f.name for f in found], labels)
+    return picker(target, RESUME, text, [f.name for f in found], labels)
 
 
 async def resume(target: Target, name: str) -> list[Op]:
@@ -76,6 +77,9 @@ async def resume(target: Target, name: str) -> list[Op]:
         if agent is not None and agent.alive:
             await target.reap()
     return target.renderer.notice(f"▶ Resumed {title(summary)}. Your next message continues it.")
+
+
+RESUME = Picker("sessions", resume)
 
 
 def entry(index: int, file: SessionFile, current: bool) -> str:

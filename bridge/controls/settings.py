@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, get_args
 
 from bridge.controls.common import data, picker
+from bridge.controls.registry import Picker
 from bridge.rpc.commands import (
     GetAvailableModels,
     GetAvailableThinkingLevels,
@@ -38,7 +39,7 @@ async def model(target: Target, arg: str) -> list[Op]:
     choices = [f"{m.get('provider')}/{m.get('id')}" for m in models if isinstance(m, dict)]
     if not choices:
         return target.renderer.notice("The agent offers no models (is a provider configured?).")
-    return picker(target, "model", "Pick a model:", choices, one_per_row=True)
+    return picker(target, MODEL, "Pick a model:", choices, one_per_row=True)
 
 
 async def set_model(target: Target, arg: str) -> list[Op]:
@@ -61,7 +62,7 @@ async def thinking(target: Target, arg: str) -> list[Op]:
         levels = [str(level) for level in found.get("levels") or levels]
     except RpcError:
         pass  # 0.7x has no such command: offer every level
-    return picker(target, "thinking", "Thinking level:", levels)
+    return picker(target, THINKING, "Thinking level:", levels)
 
 
 async def set_thinking(target: Target, level: str) -> list[Op]:
@@ -76,13 +77,20 @@ async def set_thinking(target: Target, level: str) -> list[Op]:
 async def policy(target: Target, arg: str) -> list[Op]:
     if arg not in POLICIES:
         title = "While the agent works, a message should…"
-        return picker(target, "policy", title, list(POLICIES), list(POLICIES.values()))
+        return picker(target, POLICY, title, list(POLICIES), list(POLICIES.values()))
     await target.set_settings(target.renderer.settings.model_copy(update={"busy_policy": arg}))
     return target.renderer.notice(f"While the agent works, a message will now {POLICIES[arg]}.")
 
 
 async def verbose(target: Target, arg: str) -> list[Op]:
     if arg not in VERBOSITY:
-        return picker(target, "verbose", "Show tool calls:", list(VERBOSITY))
+        return picker(target, VERBOSE, "Show tool calls:", list(VERBOSITY))
     await target.set_settings(target.renderer.settings.model_copy(update={"verbosity": arg}))
     return target.renderer.notice(f"Tool calls shown: {arg}.")
+
+
+# A picked model or level is set as typed; a picked policy or verbosity is the command's value.
+MODEL = Picker("model", set_model)
+THINKING = Picker("thinking", set_thinking)
+POLICY = Picker("policy", policy)
+VERBOSE = Picker("verbose", verbose)

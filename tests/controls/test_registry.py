@@ -4,15 +4,21 @@ the Telegram command menu and Slack's addressed `!`-commands all agree with it."
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 
 from adapters.slack.convert import clean_text
 from adapters.telegram.runner import COMMANDS as TELEGRAM_MENU
 from bridge.controls import COMMANDS
-from bridge.controls.registry import Command, Registry
+from bridge.controls.handlers import HANDLERS
+from bridge.controls.registry import Command, Handlers, Handling, Picker, Registry
 from bridge.conversation.routing import Control, FollowUp, Prompt, Steer, Stop, View, route, urgent
 from bridge.model import ChatRef, Inbound, Sender
+
+if TYPE_CHECKING:
+    from bridge.controls.target import Target
+    from bridge.model import Op
 
 BUSY = View(busy=True, prefixes=("/", "!"))
 WORDS = [(c, w) for c in COMMANDS.commands for w in c.words]
@@ -48,7 +54,9 @@ def test_a_word_the_registry_does_not_know_goes_to_the_agent() -> None:
 
 def test_control_commands_have_handlers_and_the_routers_own_have_none() -> None:
     for command in COMMANDS.commands:
-        assert (command.handler is not None) == (command.action == "control"), command.name
+        assert (HANDLERS.handling(command.name) is not None) == (command.action == "control"), (
+            command.name
+        )
 
 
 def test_help_names_every_command_once_and_says_which_wait_for_idle() -> None:
@@ -82,3 +90,45 @@ def test_two_commands_may_not_share_a_word() -> None:
     two = Command("two", "second", "session", aliases=("x",))
     with pytest.raises(ValueError, match="'x' declared twice"):
         Registry([one, two])
+
+
+async def _nothing(target: Target, arg: str) -> list[Op]:
+    return []
+
+
+TWO = Registry(
+    [Command("stop", "stop", "talk", "stop"), Command("one", "first", "session", idle_only=True)]
+)
+
+
+# (the handlings bound to TWO's commands, what the error says)
+MISBOUND = [
+    ({}, "control commands without a handler: \\['one'\\]"),
+    (
+        {"one": Handling(_nothing), "stop": Handling(_nothing)},
+        "handlers of no control command: \\['stop'\\]",
+    ),
+    (
+        {"one": Handling(_nothing, (Picker("k", _nothing), Picker("k", _nothing)))},
+        "picker kind 'k' declared twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("bound", "said"), MISBOUND)
+def test_handlers_and_commands_must_name_the_same_commands(
+    bound: dict[str, Handling], said: str
+) -> None:
+    with pytest.raises(ValueError, match=said):
+        Handlers(TWO, bound)
+
+
+def test_a_picker_belongs_to_its_command_and_a_word_finds_its_handling() -> None:
+    picked = Picker("k", _nothing)
+    handlers = Handlers(TWO, {"one": Handling(_nothing, (picked,))})
+    assert handlers.picker("k") == (TWO.find("one"), picked)
+    assert handlers.picker("other") is None
+    found = handlers.handling("ONE")
+    assert found is not None
+    assert found[0].idle_only
+    assert handlers.handling("stop") is None  # the router's own

@@ -1,0 +1,77 @@
+"""How the bridge's commands are carried out: `run` (a typed command) and `pick` (a
+picker's button), from one table.
+
+`HANDLERS` binds each control command of `table.py` to its handler and its pickers
+(by subject in `session`, `sessions`, `settings`, `projects`, …); it is checked
+against the table when imported. A press on a picker goes to the picker's own
+`pressed`, refused while the agent works when its command is idle-only, as the
+command itself is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bridge.controls import grants, projects, session, sessions, settings
+from bridge.controls.export import export
+from bridge.controls.files import get
+from bridge.controls.registry import Handlers, Handling
+from bridge.controls.table import COMMANDS
+
+if TYPE_CHECKING:
+    from bridge.controls.target import Target
+    from bridge.model import Op
+
+BUSY = "The agent is working; /stop it first."
+
+
+async def _help(target: Target, arg: str) -> list[Op]:
+    return target.renderer.notice(COMMANDS.help(), markdown=True)
+
+
+HANDLERS = Handlers(
+    COMMANDS,
+    {
+        "new": Handling(session.new),
+        "status": Handling(session.status),
+        "name": Handling(session.name),
+        "fork": Handling(session.fork, (session.FORK,)),
+        "clone": Handling(session.clone),
+        "sessions": Handling(sessions.sessions, (sessions.RESUME,)),
+        "export": Handling(export),
+        "get": Handling(get),
+        "queue": Handling(session.queue),
+        "project": Handling(projects.project, (projects.CHOOSE, projects.DONE)),
+        "diff": Handling(projects.diff),
+        "model": Handling(settings.model, (settings.MODEL,)),
+        "thinking": Handling(settings.thinking, (settings.THINKING,)),
+        "compact": Handling(session.compact),
+        "policy": Handling(settings.policy, (settings.POLICY,)),
+        "verbose": Handling(settings.verbose, (settings.VERBOSE,)),
+        "commands": Handling(session.commands),
+        "grants": Handling(grants.grants, (grants.REVOKE,)),
+        "help": Handling(_help),
+    },
+)
+
+
+async def run(target: Target, name: str, arg: str) -> list[Op]:
+    """Carry out control command `name` with `arg` (the rest of the line)."""
+    found = HANDLERS.handling(name)
+    if found is None:
+        return target.renderer.notice(f"Unknown command /{name}. Try /help.")
+    command, handling = found
+    if command.idle_only and target.busy:
+        return target.renderer.notice(BUSY)
+    return await handling.handler(target, arg)
+
+
+async def pick(target: Target, kind: str, value: str) -> list[Op]:
+    """A button of a picker of `kind` was pressed: what the picker does with `value`."""
+    found = HANDLERS.picker(kind)
+    if found is None:
+        return target.renderer.notice("That button no longer does anything.")
+    command, picker = found
+    if command.idle_only and target.busy:
+        return target.renderer.notice(BUSY)
+    return await picker.pressed(target, value)
