@@ -4,11 +4,12 @@ session adoption and reap.
 An agent is spawned on demand (`ensure`) within the supervisor's live-agent cap,
 started with `--session <file>` when the conversation has one, so a respawn
 after a crash, a reap or a bridge restart resumes where it was (the legacy agent's
-file the bridge names itself: `name_session`). Crash loops back
-off exponentially. Its events are pumped to the conversation (`Host.on_event`);
-a ticker flushes throttled output and enforces the run-time limit (abort, then
-kill). When the process ends, whatever the reason, the slot is released and the
-conversation hears `AgentGone` through the same event stream.
+file the bridge names itself: `name_session`). Crash loops back off
+exponentially. Its events are pumped to the conversation
+(`LifetimeConversation.on_event`); a ticker flushes throttled output and enforces
+the run-time limit (abort, then kill). When the process ends, whatever the reason,
+the slot is released and the conversation hears `AgentGone` through the same event
+stream.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ CRASH_WINDOW = 60.0
 MAX_BACKOFF = 60.0
 
 
-class Host(Holder, Protocol):
+class LifetimeConversation(Holder, Protocol):
     """The conversation an agent lives in, as its lifetime sees it (and as the
     live-agent caps count it)."""
 
@@ -74,11 +75,12 @@ class Host(Holder, Protocol):
 
 
 class AgentLife:
-    def __init__(self, host: Host, services: Services) -> None:
-        self._host = host
-        # The agent's send_file calls; a lambda, as the host makes `projects` after this.
-        self._sent = SentFiles(lambda cwd: host.projects.sight(cwd))
-        self.s = services
+    def __init__(self, conversation: LifetimeConversation, services: Services) -> None:
+        self._conversation = conversation
+        # The agent's send_file calls; a lambda, as the conversation makes `projects`
+        # after this.
+        self._sent = SentFiles(lambda cwd: conversation.projects.sight(cwd))
+        self.services = services
         self.agent: AgentClient | None = None
         self.spawning = False
         self.closing = False  # reaped on purpose: its exit is no crash to report
@@ -88,7 +90,7 @@ class AgentLife:
         self._run_started: float | None = None
         self._aborted_for_time = False
         self._paused: float | None = None  # since when a person holds the run up
-        self.hosting = Hosting(host, services)  # its host, when it outlives the bridge
+        self.hosting = Hosting(conversation, services)  # its host, when it outlives the bridge
         self._reattach: Reattach | None = None  # set while taking a host back
         self.detaching = False  # left running under its host: its end is no crash
 
@@ -104,11 +106,11 @@ class AgentLife:
         await self._backoff()
         self.spawning = True
         try:
-            await self.s.gate.acquire(self._host)
+            await self.services.gate.acquire(self._conversation)
             try:
                 agent: AgentClient = await tg.start(self._run)
             except BaseException:
-                self.s.gate.release(self._host)
+                self.services.gate.release(self._conversation)
                 raise
         finally:
             self.spawning = False
@@ -122,11 +124,14 @@ class AgentLife:
             await self.hosting.gone()
             return False
         self._reattach = plan
-        self.s.gate.admit(self._host)  # running already: it cannot wait for a slot
+        # Running already: it cannot wait for a slot.
+        self.services.gate.admit(self._conversation)
         try:
             await self.ensure(tg)
         except RpcError as exc:
-            log.warning("conversation %s: its agent's host is gone: %s", self._host.key, exc)
+            log.warning(
+                "conversation %s: its agent's host is gone: %s", self._conversation.key, exc
+            )
             await self.hosting.gone()
             return False
         finally:
@@ -152,14 +157,16 @@ class AgentLife:
         await self._done.wait()
 
     def run_started(self, now: float) -> None:
-        self._run_started, self._aborted_for_time, self._paused = now, False, None
-        self.s.stats.runs_started += 1
+        self._run_started = now
+        self._aborted_for_time = False
+        self._paused = None
+        self.services.stats.runs_started += 1
 
     def run_ended(self) -> None:
         """The run-time limit stops counting; an agent under the cap may now be idle."""
         self._run_started = None
-        self.s.stats.runs_ended += 1
-        self.s.gate.changed()
+        self.services.stats.runs_ended += 1
+        self.services.gate.changed()
 
     def waiting(self, asked: int, now: float) -> None:
         """`asked` approvals wait for a person: the run-time limit does not count that
@@ -173,37 +180,38 @@ class AgentLife:
 
     async def adopt_session(self, agent: AgentClient) -> None:
         """Remember the agent's session file, so a respawn resumes it."""
-        record = self._host.record
+        record = self._conversation.record
         if agent.profile.is_legacy or record is None:
             return
         try:
             state = await agent.get_state()
         except RpcError as exc:
-            log.warning("conversation %s: get_state failed: %s", self._host.key, exc)
+            log.warning("conversation %s: get_state failed: %s", self._conversation.key, exc)
             return
         session_file = state.get("sessionFile")
         if isinstance(session_file, str) and session_file != record.session_file:
-            await self._host.save(session_file=session_file)
+            await self._conversation.save(session_file=session_file)
 
     async def name_session(self) -> None:
         """Name the session file of an agent without `--session-dir` (the legacy 0.13):
         it would write under its config dir, which the sandbox makes anew at every
         start, and answers no `get_state` to say where. Named in the session dir, it
         is resumed at the next start and listed by /sessions."""
-        record = self._host.record
-        if self.s.options.agent.session_flags or record is None or record.session_file:
+        record = self._conversation.record
+        if self.services.options.agent.session_flags or record is None or record.session_file:
             return
-        name = new_session_name(self.s.wall())
-        await self._host.save(session_file=str(Path(record.session_dir) / name))
+        name = new_session_name(self.services.wall())
+        await self._conversation.save(session_file=str(Path(record.session_dir) / name))
 
     def spec(
         self, workspace: Path, git_dirs: tuple[Path, ...] = (), contained: bool = True
     ) -> AgentSpec:
         """The agent's command line, environment and sandbox, working in `workspace`
         (`Projects.workspace`); `git_dirs` are the repository's dirs its worktree needs."""
-        options, key = self.s.options, self._host.key
+        options = self.services.options
+        key = self._conversation.key
         argv = list(options.argv(key))
-        record = self._host.record
+        record = self._conversation.record
         assert record is not None
         if options.agent.session_flags:
             argv += ["--session-dir", record.session_dir]
@@ -212,7 +220,7 @@ class AgentLife:
             elif record.session_file:
                 # Its file is gone, or (a worker of a scale-out without shared storage)
                 # was never on this machine: say so rather than forget silently.
-                self._host.notify(
+                self._conversation.notify(
                     "⚠️ The earlier session's history could not be resumed here (its file "
                     "is not in this bridge's data dir); this starts a new session."
                 )
@@ -237,31 +245,31 @@ class AgentLife:
         return contain(spec, options, key, session_dir, git_dirs)
 
     async def _backoff(self) -> None:
-        now = self.s.clock()
+        now = self.services.clock()
         recent = [t for t in self._spawns if now - t < CRASH_WINDOW]
         self._spawns = recent
         if len(recent) >= 2:
             delay = min(MAX_BACKOFF, 2.0 ** (len(recent) - 1))
             notice = f"⏳ The agent keeps stopping; trying again in {delay:g} s."
-            self._host.submit(self._host.renderer.notice(notice))
+            self._conversation.submit(self._conversation.renderer.notice(notice))
             await anyio.sleep(delay)
-        self._spawns.append(self.s.clock())
+        self._spawns.append(self.services.clock())
 
     async def _run(self, *, task_status: TaskStatus[AgentClient]) -> None:
         self.closing = False
         self._done = anyio.Event()
         self.detaching = False
         await self.name_session()
-        workspace = await self._host.projects.workspace()
+        workspace = await self._conversation.projects.workspace()
         reattach = self._reattach
         # The sandbox's config copy and the folders are file work: off the event loop.
         # A running agent's sandbox is not made again: its config copy is in use.
-        git_dirs = self._host.projects.git_dirs()
+        git_dirs = self._conversation.projects.git_dirs()
         spec = await anyio.to_thread.run_sync(self.spec, workspace, git_dirs, reattach is None)
         client = AgentClient(
             spec,
-            clock=self.s.clock,
-            dialog_timeout=self.s.options.dialog_timeout,
+            clock=self.services.clock,
+            dialog_timeout=self.services.options.dialog_timeout,
             host=self.hosting.plan if reattach is None else None,
             reattach=reattach[:2] if reattach is not None else None,
             profile=reattach[2] if reattach is not None else None,
@@ -280,50 +288,51 @@ class AgentLife:
             self.agent = None
             self._scope = None
             self._run_started = None
-            self.s.gate.release(self._host)
+            self.services.gate.release(self._conversation)
             self._done.set()
 
     async def _pump(self, agent: AgentClient) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._ticker, agent)
             async for event in agent.events:
-                self.s.stats.event(event)
+                self.services.stats.event(event)
                 try:
                     if isinstance(event, RunEnded):  # its final line names its changed files
-                        self._host.renderer.changed(await self._host.projects.run_ended())
+                        changed = await self._conversation.projects.run_ended()
+                        self._conversation.renderer.changed(changed)
                         self.hosting.run_ended(agent, tg)
                     elif isinstance(event, AgentGone) and not self.detaching:
                         await self.hosting.gone()
-                    await self._host.on_event(agent, event, self.s.clock())
+                    await self._conversation.on_event(agent, event, self.services.clock())
                     await self._send_files(agent, event)
                     self.hosting.caught_up(agent)
                 except Exception:
-                    log.exception("conversation %s: event handling failed", self._host.key)
+                    log.exception("conversation %s: event handling failed", self._conversation.key)
             tg.cancel_scope.cancel()
 
     async def _send_files(self, agent: AgentClient, event: AgentEvent) -> None:
         sent = await self._sent.seen(event, agent.spec.cwd)
         if isinstance(sent, str):
-            self._host.submit(self._host.renderer.notice(sent))
+            self._conversation.notify(sent)
         else:  # a file posted before a restart is not posted again by its replay
-            self._host.submit([op for op in sent if not self.hosting.posted(op)])
+            self._conversation.submit([op for op in sent if not self.hosting.posted(op)])
 
     async def _ticker(self, agent: AgentClient) -> None:
         while True:
             await anyio.sleep(TICK)
-            now = self.s.clock()
-            self._host.submit(self._host.renderer.tick(now))
+            now = self.services.clock()
+            self._conversation.submit(self._conversation.renderer.tick(now))
             await self._enforce_run_time(agent, now)
 
     async def _enforce_run_time(self, agent: AgentClient, now: float) -> None:
-        started, limit = self._run_started, self.s.options.max_run_time
+        started = self._run_started
+        limit = self.services.options.max_run_time
         if started is None or self._paused is not None or now - started < limit:
             return
         if not self._aborted_for_time:
             self._aborted_for_time = True
-            self._host.renderer.overtime()
-            notice = f"⏱ The run passed the {limit:g} s limit; stopping it."
-            self._host.submit(self._host.renderer.notice(notice))
+            self._conversation.renderer.overtime()
+            self._conversation.notify(f"⏱ The run passed the {limit:g} s limit; stopping it.")
             with anyio.move_on_after(5):
                 await agent.abort()
         elif now - started > limit + KILL_AFTER_ABORT and self._scope is not None:

@@ -43,8 +43,12 @@ class Dialogs:
         record: Callable[[], ConversationRecord | None],
         submit: Callable[[Sequence[Op]], None],
     ) -> None:
-        self.key, self.chat, self.s = key, chat, services
-        self._renderer, self._record, self._submit = renderer, record, submit
+        self.key = key
+        self.chat = chat
+        self.services = services
+        self._renderer = renderer
+        self._record = record
+        self._submit = submit
         self._asked_at: dict[str, float] = {}  # open dialogs → when shown (answer latency)
         # Told of every answer (request id, value sent, who); returns what was decided
         # on, for the audit log (the approval gate's grants live there).
@@ -52,26 +56,34 @@ class Dialogs:
         # Told of a dialog closed unanswered (its id; None: all of them, the agent went).
         self.on_closed: Callable[[str | None], None] | None = None
 
+    def approvers(self) -> frozenset[str]:
+        """Who may answer besides the owner: the configured approvers of this chat,
+        and those named in the conversation's record."""
+        record = self._record()
+        configured = self.services.options.approvers_of(self.key)
+        return configured if record is None else configured | set(record.approvers)
+
     def may_answer(self, sender: Sender) -> bool:
         record = self._record()
-        approvers = self.s.options.approvers_of(self.key) | set(record.approvers if record else ())
         owner = record.owner if record else None
-        return sender.id == owner or sender.named_in(approvers)
+        return sender.id == owner or sender.named_in(self.approvers())
 
     async def opened(self, request: DialogRequest, now: float, copies: Sequence[str] = ()) -> None:
         """The agent asked (the renderer has shown it, in this chat and in the chats
         `copies`): claims for its buttons go in the store, with when it expires (its own
         timeout, or the bridge's)."""
         self._asked_at[request.id] = now
-        own = (
-            request.timeout / 1000 if request.timeout is not None and request.timeout > 0 else None
-        )
-        wall = self.s.wall()
-        expires = wall + (own if own is not None else self.s.options.dialog_timeout)
-        # An input/editor dialog has no buttons but still needs a claim for take_dialog.
+        if request.timeout is not None and request.timeout > 0:
+            lasts = request.timeout / 1000  # milliseconds
+        else:
+            lasts = self.services.options.dialog_timeout
+        wall = self.services.wall()
+        expires = wall + lasts
         claims: list[tuple[str, str | None]] = [
-            (t, c.label) for t, c in self._renderer.dialog_tokens(request.id)
-        ] or [(self.s.tokens(), None)]
+            (token, choice.label) for token, choice in self._renderer.dialog_tokens(request.id)
+        ]
+        if not claims:  # an input/editor dialog has no buttons, but take_dialog needs a claim
+            claims = [(self.services.tokens(), None)]
         record = self._record()
         records = [
             DialogRecord(
@@ -91,7 +103,7 @@ class Dialogs:
             )
             for token, label in claims
         ]
-        await self.s.store.put_dialogs(records)
+        await self.services.store.put_dialogs(records)
 
     async def chosen(
         self, agent: AgentClient | None, press: Press, choice: DialogChoice, sender: Sender
@@ -136,15 +148,15 @@ class Dialogs:
         self._asked_at.pop(request_id, None)
         if self.on_closed is not None:
             self.on_closed(request_id)
-        await self.s.store.take_dialog(request_id, self.key)
+        await self.services.store.take_dialog(request_id, self.key)
 
     async def agent_gone(self) -> None:
         """The agent stopped: none of its dialogs can be answered any more."""
         self._asked_at.clear()
         if self.on_closed is not None:
             self.on_closed(None)
-        for dialog in await self.s.store.dialogs_for(self.key):
-            await self.s.store.take_dialog(dialog.request_id, self.key)
+        for dialog in await self.services.store.dialogs_for(self.key):
+            await self.services.store.take_dialog(dialog.request_id, self.key)
 
     async def stale(
         self, agent: AgentClient | None, press: Press, sender: Sender | None = None
@@ -155,20 +167,20 @@ class Dialogs:
         # A button shown before a bridge restart, of a question its agent still waits
         # on (taken back under its host, bridge/conversation/hosts.py): the same answer as
         # shown now.
-        record = await self.s.store.get_dialog(press.token) if sender is not None else None
+        record = await self.services.store.get_dialog(press.token) if sender is not None else None
         if sender is not None and record is not None and record.key == self.key:
             for token, choice in self._renderer.dialog_tokens(record.request_id):
                 if awaited(record.request_id) and choice.label == record.choice:
                     await self.chosen(agent, replace(press, token=token), choice, sender)
                     return
-        await dead_press(self.s, self.key, self.chat, press, awaited)
+        await dead_press(self.services, self.key, self.chat, press, awaited)
 
     async def _claim(self, agent: AgentClient, request_id: str) -> bool:
         """Take dialog `request_id` to answer it: from the store, so it is answered at
         most once, holding its deadline meanwhile so that its expiry does not cancel
         it while the answer is on its way. False if it is not there to take."""
         agent.state.hold_dialog(request_id)
-        if await self.s.store.take_dialog(request_id, self.key):
+        if await self.services.store.take_dialog(request_id, self.key):
             return True
         agent.state.hold_dialog(request_id, held=False)  # still the deadline's
         return False
@@ -179,12 +191,12 @@ class Dialogs:
         subject = await self.on_settled(request_id, value, sender) if self.on_settled else ""
         asked = self._asked_at.pop(request_id, None)
         if asked is not None:
-            self.s.stats.dialog_answer.observe(self.s.clock() - asked)
+            self.services.stats.dialog_answer.observe(self.services.clock() - asked)
         outcome = f"✅ {sender.name or sender.id} chose: {label}"
         self._submit(self._renderer.close_dialog(request_id, outcome))
-        await self.s.store.audit(
+        await self.services.store.audit(
             AuditEntry(
-                at=self.s.wall(),
+                at=self.services.wall(),
                 key=self.key,
                 user_id=sender.id,
                 user_name=sender.name,

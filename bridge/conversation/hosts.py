@@ -75,7 +75,7 @@ def alive(record: HostRecord) -> bool:
     return process_start(record.pid) == record.started
 
 
-class Host(Protocol):
+class HostingConversation(Protocol):
     """The conversation, as its hosting sees it."""
 
     chat: ChatRef
@@ -95,10 +95,10 @@ class Host(Protocol):
 
 
 class Hosting:
-    def __init__(self, host: Host, services: Services) -> None:
-        self._host = host
-        self.s = services
-        self.plan = host_plan(services.options, host.key)  # None: agents are children
+    def __init__(self, conversation: HostingConversation, services: Services) -> None:
+        self._conversation = conversation
+        self.services = services
+        self.plan = host_plan(services.options, conversation.key)  # None: agents are children
         # The chat ops of a replay, held until it has caught up with what the agent
         # wrote meanwhile, then sent at once: the outbox merges each message's edits
         # into one, so an answer is not shown going back to its start and growing again.
@@ -107,7 +107,7 @@ class Hosting:
 
     @property
     def _record(self) -> HostRecord | None:
-        record = self._host.record
+        record = self._conversation.record
         return record.host if record is not None else None
 
     async def prepare(self) -> Reattach | None:
@@ -117,15 +117,19 @@ class Hosting:
         record = self._record
         if record is None or not alive(record):
             return None
-        key = self._host.key
-        live = [r.started_at for r in await self.s.store.live_runs() if r.key == key]
-        # The store's times are wall-clock; the renderer's are monotonic.
-        began = self.s.clock() - (self.s.wall() - live[0]) if live else None
-        self._host.renderer.counts = Numbering(record.runs, record.messages, began)
-        self._held, self._held_since = [], self.s.clock()
+        conversation = self._conversation
+        live = [r for r in await self.services.store.live_runs() if r.key == conversation.key]
+        began = None
+        if live:  # the store's times are wall-clock; the renderer's are monotonic
+            began = self.services.clock() - (self.services.wall() - live[0].started_at)
+        conversation.renderer.counts = Numbering(record.runs, record.messages, began)
+        self._held = []
+        self._held_since = self.services.clock()
         for slot, message_id in (await self._end_streams(record)).items():
-            self.s.outbox.adopt(self._host.key, slot, MessageRef(self._host.chat, message_id))
-        return address_of(record), record.applied, PROFILES.get(record.profile, PROFILES["pi"])
+            ref = MessageRef(conversation.chat, message_id)
+            self.services.outbox.adopt(conversation.key, slot, ref)
+        profile = PROFILES.get(record.profile, PROFILES["pi"])
+        return address_of(record), record.applied, profile
 
     def held(self, ops: Sequence[Op]) -> Sequence[Op]:
         """Of `ops`, those to send now: all, unless a replay is on (a press is
@@ -144,13 +148,13 @@ class Hosting:
         # The reader may be ahead of what is rendered: caught up once nothing waits.
         waiting = agent.events.statistics().current_buffer_used
         done = not isinstance(link, HostLink) or (link.last_seq >= link.replay_end and not waiting)
-        if done or self.s.clock() - self._held_since > HOLD_LIMIT:
+        if done or self.services.clock() - self._held_since > HOLD_LIMIT:
             self._release()
 
     def _release(self) -> None:
         ops, self._held = self._held, None
         if ops:
-            self._host.submit(ops)
+            self._conversation.submit(ops)
 
     def posted(self, op: Op) -> bool:
         """Whether `op` posts what a message from before a restart already shows."""
@@ -165,7 +169,8 @@ class Hosting:
         known = self._record
         if known is not None and address_of(known) == link.address:
             return
-        counts, chat = self._host.renderer.counts, self._host.chat
+        counts = self._conversation.renderer.counts
+        chat = self._conversation.chat
         record = HostRecord(
             socket=link.address.socket,
             pid=link.address.pid,
@@ -177,7 +182,7 @@ class Hosting:
             runs=counts.runs,
             messages=counts.messages,
         )
-        await self._host.save(host=record)
+        await self._conversation.save(host=record)
 
     async def delivered(self, op: Op, ref: MessageRef | None) -> None:
         """An outbox observer: a message posted for this conversation is remembered
@@ -186,7 +191,7 @@ class Hosting:
         if record is None:  # no host: the usual case with on_stop = "stop"
             return
         slots = dict(record.slots)
-        stream = self.s.outbox.streams.run_of(self._host.key)
+        stream = self.services.outbox.streams.run_of(self._conversation.key)
         if stream is not None:  # a Slack stream holds the run: its message, too
             slots[f"{STREAM}{stream.run}"] = stream.ref.message_id
         if ref is not None and isinstance(op, Send | Upload):
@@ -197,9 +202,9 @@ class Hosting:
     async def _end_streams(self, record: HostRecord) -> dict[str, str]:
         """Stop the streams an earlier bridge left open (their run goes on in a new
         one, as it is replayed) and clear the thread's status line; the other slots."""
-        stop = getattr(self.s.adapter, "stop_stream", None)
-        status = getattr(self.s.adapter, "set_status", None)
-        chat = self._host.chat
+        stop = getattr(self.services.adapter, "stop_stream", None)
+        status = getattr(self.services.adapter, "set_status", None)
+        chat = self._conversation.chat
         for slot, message_id in record.slots.items():
             if slot.startswith(STREAM) and stop is not None:
                 with contextlib.suppress(Exception):  # gone, or refused: nothing to stop
@@ -213,13 +218,14 @@ class Hosting:
         """A run ended: once what it showed is delivered, it counts as shown."""
         link = agent.link
         if isinstance(link, HostLink) and self._record is not None:
-            counts = self._host.renderer.counts
+            counts = self._conversation.renderer.counts
             tg.start_soon(self._settle, agent, link, link.last_seq, counts.runs, counts.messages)
 
     async def _settle(
         self, agent: AgentClient, link: HostLink, seq: int, runs: int, messages: int
     ) -> None:
-        key, outbox = self._host.key, self.s.outbox
+        key = self._conversation.key
+        outbox = self.services.outbox
         with anyio.move_on_after(SETTLE_LIMIT):
             while outbox.pending(key) and not agent.state.busy:  # noqa: ASYNC110 (polled)
                 await anyio.sleep(SETTLE_POLL)
@@ -236,18 +242,20 @@ class Hosting:
         record = self._record
         if record is not None:
             remove_stale(address_of(record))
-            await self._host.save(host=None)
+            await self._conversation.save(host=None)
 
     async def _update(self, **changes: object) -> None:
         record = self._record
         if record is None:
             return
         try:
-            await self._host.save(host=record.model_copy(update=changes))
-        except Exception as exc:
-            # The store is down for a moment: the record is a little behind (a take-back
-            # would replay a little more), which is no reason to end the conversation.
-            log.warning("%s: could not record its host (%s)", self._host.key, exc)
+            await self._conversation.save(host=record.model_copy(update=changes))
+        except Exception:
+            # The store is down for a moment (each backend fails in its own words): the
+            # record is a little behind (a take-back would replay a little more), which
+            # is no reason to end the conversation. The traceback shows if it was a bug.
+            key = self._conversation.key
+            log.warning("%s: could not record its host", key, exc_info=True)
 
 
 async def stop_all(store: Store, key_prefix: str = "") -> int:

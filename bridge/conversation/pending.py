@@ -1,8 +1,9 @@
 """The messages a busy agent has not taken yet: queued, shown with buttons, withdrawn.
 
-Every steer and follow-up for a running agent goes through `Queued.add`; lineup.py
-follows each until the agent takes it, render/queued.py shows it with [Steer now]
-and [Cancel] while a press can still change it, and `pressed` carries a press out.
+Every steer and follow-up for a running agent goes through `Queued.add`;
+pending_model.py follows each until the agent takes it, render/queued.py shows it
+with [Steer now] and [Cancel] while a press can still change it, and `pressed`
+carries a press out.
 Only the conversation's owner or an approver may press (dialogs.py); a press on a
 message that no longer waits changes nothing.
 - An agent with `clear_queue` (0.87.1) gets everything at once. Withdrawing one
@@ -62,7 +63,7 @@ CLEARED = "✖ cleared with /queue clear"
 TOO_LATE = "Too late: the agent has taken it already."
 
 
-class Host(Protocol):
+class QueueConversation(Protocol):
     """The conversation, as its queue sees it."""
 
     @property
@@ -78,8 +79,12 @@ class Host(Protocol):
 
 
 class Queued:
-    def __init__(self, host: Host, start: Callable[[Prompt, str | None], Awaitable[None]]) -> None:
-        self._host = host
+    def __init__(
+        self,
+        conversation: QueueConversation,
+        start: Callable[[Prompt, str | None], Awaitable[None]],
+    ) -> None:
+        self._conversation = conversation
         self._start = start  # a prompt that starts a run, marking the user's message
         self._lineup = Lineup()
         self._lock = anyio.Lock()
@@ -87,7 +92,7 @@ class Queued:
 
     @property
     def _view(self) -> QueueView:
-        return self._host.renderer.queued
+        return self._conversation.renderer.queued
 
     # --- from the conversation ------------------------------------------------------
 
@@ -95,7 +100,7 @@ class Queued:
         """Queue `intent` into the running agent's run; False if no run is on (then it
         is a prompt)."""
         async with self._lock:
-            agent = self._host.agent
+            agent = self._conversation.agent
             if agent is None or not agent.state.busy:
                 return False
             steer = isinstance(intent, Steer)
@@ -111,7 +116,7 @@ class Queued:
             except BaseException:
                 self._lineup.forget(entry)
                 raise
-            self._show(entry, self._host.renderer.joined(message_id, intent.text))
+            self._show(entry, self._conversation.renderer.joined(message_id, intent.text))
         return True
 
     def stopped(self) -> None:
@@ -120,7 +125,7 @@ class Queued:
 
     def observe(self, event: object) -> None:
         """An agent event: which entries it shows taken, or lost with the agent."""
-        agent = self._host.agent
+        agent = self._conversation.agent
         match event:
             case QueueUpdate() if agent is not None and not self._lock.locked():
                 # Read the queue as it is now: the event may be older than a clear and
@@ -143,7 +148,7 @@ class Queued:
         """A run is over: what waited for its end goes in now, unless it was stopped."""
         async with self._lock:
             stopped, self._stopped = self._stopped, False
-            agent = self._host.agent
+            agent = self._conversation.agent
             if stopped or agent is None or not agent.alive or agent.state.busy:
                 return  # another run is on already (a prompt, the legacy agent's queue)
             if agent.profile.clear_queue:
@@ -152,12 +157,13 @@ class Queued:
                 await self._next_held(agent)
 
     async def pressed(self, press: Press, choice: QueueChoice, sender: Sender) -> None:
-        if not self._host.dialogs.may_answer(sender):
+        if not self._conversation.dialogs.may_answer(sender):
             self._answer(press, NOT_YOURS, alert=True)
             return
         event = Event.PUSH if choice.action == "steer_now" else Event.CANCEL
         async with self._lock:
-            entry, agent = self._lineup.get(choice.entry_id), self._host.agent
+            entry = self._lineup.get(choice.entry_id)
+            agent = self._conversation.agent
             if entry is None or choice.action not in actions(entry.status, _withdraws(agent)):
                 self._answer(press, NO_LONGER_ACTIVE)
                 return
@@ -174,12 +180,12 @@ class Queued:
     def listing(self) -> list[Op]:
         entries = self._lineup.waiting()
         if not entries:
-            return self._host.renderer.notice("Nothing is queued.")
+            return self._conversation.renderer.notice("Nothing is queued.")
         return self._view.listing([e.id for e in entries])
 
     async def clear(self) -> list[Op]:
         async with self._lock:
-            agent = self._host.agent
+            agent = self._conversation.agent
             held = self._lineup.waiting(Status.HELD)
             for entry in held:
                 self._settle(entry, Event.CANCEL, CLEARED)
@@ -187,11 +193,15 @@ class Queued:
                 for item in await self._clear(agent):
                     if item.entry is not None:
                         self._settle(item.entry, Event.CANCEL, CLEARED)
-                return self._host.renderer.notice("🧹 Queue cleared.")
+                return self._conversation.renderer.notice("🧹 Queue cleared.")
         if self._lineup.waiting(*IN_AGENT):
             sent = "" if not held else "🧹 Held messages cleared. "
-            return self._host.renderer.notice(f"{sent}This agent cannot withdraw its steers.")
-        return self._host.renderer.notice("🧹 Queue cleared." if held else "Nothing is queued.")
+            return self._conversation.renderer.notice(
+                f"{sent}This agent cannot withdraw its steers."
+            )
+        return self._conversation.renderer.notice(
+            "🧹 Queue cleared." if held else "Nothing is queued."
+        )
 
     # --- presses ---------------------------------------------------------------------
 
@@ -206,7 +216,7 @@ class Queued:
             return "Sent now."
         await self._send(agent, "steer", entry.text, entry.images)
         self._lineup.move(entry, event)
-        self._show(entry, self._host.renderer.joined(entry.message_id, entry.text))
+        self._show(entry, self._conversation.renderer.joined(entry.message_id, entry.text))
         return "Sent now."
 
     async def _withdraw(self, agent: AgentClient, entry: Entry, event: Event, by: str) -> str:
@@ -287,19 +297,19 @@ class Queued:
     def _show(self, entry: Entry, ops: Sequence[Op] = ()) -> None:
         out = list(ops)
         if entry.status in WAITING:
-            offered = actions(entry.status, _withdraws(self._host.agent))
+            offered = actions(entry.status, _withdraws(self._conversation.agent))
             out += self._view.waiting(entry.id, entry.text, entry.status is Status.STEER, offered)
-        self._host.submit(out)
+        self._conversation.submit(out)
 
     def _settle(self, entry: Entry, event: Event, outcome: str) -> None:
         if not self._lineup.move(entry, event):
             return
         withdrawn = entry.status in (Status.CANCELLED, Status.DROPPED)
         message = entry.message_id if withdrawn else None
-        self._host.submit(self._view.close(entry.id, entry.text, outcome, message))
+        self._conversation.submit(self._view.close(entry.id, entry.text, outcome, message))
 
     def _answer(self, press: Press, text: str, *, alert: bool = False) -> None:
-        self._host.submit([AnswerPress(press.press_id, text, alert=alert)])
+        self._conversation.submit([AnswerPress(press.press_id, text, alert=alert)])
 
 
 def _withdraws(agent: AgentClient | None) -> bool:

@@ -1,15 +1,18 @@
 """Inbound message + conversation state → what to do (pure, no I/O).
 
-`route()` decides, for one already-authorized, de-duplicated `Inbound`, which
-`Intent` the conversation carries out. The rules are DESIGN.md's "Inbound"
-table: idle → prompt; busy → steer, follow-up or ask, by policy; `>>` and
-`/later` queue a follow-up; `/stop` aborts; control commands map to RPC
-commands; unknown `/words` reach the agent as prompts (extension commands,
-prompt templates, skills); while the agent compacts, steer and follow-up wait.
-An input dialog is answered by a reply to its message or, after its [Answer]
-button was pressed without a form, by the presser's next message that is not
-a command.
-Admission (who may talk, duplicates) happens before routing: admission.py.
+An inbound is read once (`read`), where the supervisor takes it: what it says
+before any state is looked at. A button press and a stop need no state and must
+not wait behind other messages (`Reading.urgent`); the rest waits in the
+conversation's inbox and is routed when taken (`route`), against the state of that
+moment, so a message queued behind a prompt sees the agent busy and steers.
+The rules are docs/design.md's "Inbound" table: idle → prompt; busy → steer,
+follow-up or ask, by policy; `>>` and `/later` queue a follow-up; `/stop` aborts;
+control commands map to RPC commands; unknown `/words` reach the agent as prompts
+(extension commands, prompt templates, skills); while the agent compacts, steer
+and follow-up wait. An input dialog is answered by a reply to its message or,
+after its [Answer] button was pressed without a form, by the presser's next
+message that is not a command.
+Admission (who may talk, duplicates) happens before reading: admission.py.
 What a `/word` is comes from the command registry (controls/table.py).
 """
 
@@ -108,21 +111,68 @@ class View:
     # sender id → request id of an input dialog whose [Answer] that sender pressed:
     # their next message answers it (Slack cannot reply to one message)
     awaiting: Mapping[str, str] | None = None
+    # How an inbound not read yet is read (`route(inbound, view)`, the tables' way in):
     bot_name: str = ""  # Telegram's "/cmd@botname" is normalised against it
     prefixes: tuple[str, ...] = ("/",)  # Slack threads also take "!cmd"
 
 
-def route(inbound: Inbound, view: View) -> Intent:
-    press = inbound.press
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """An inbound as `read` once, before any conversation state is looked at; it
+    travels with the inbound to its conversation."""
+
+    inbound: Inbound
+    command: tuple[str, str] | None = None  # ("name", "rest") of "/name rest"
+
+    @property
+    def press(self) -> Press | None:
+        press = self.inbound.press
+        return None if press is None else Press(press.token, press.press_id, press.text)
+
+    @property
+    def urgent(self) -> Press | Stop | None:
+        """The intent of an inbound that must not wait in the inbox (a button press, a
+        stop), or None: a stop must reach the run it stops, a press the question that
+        is open now."""
+        press = self.press
+        if press is not None:
+            return press
+        if self.command is None:
+            return None
+        command = COMMANDS.find(self.command[0])
+        return Stop() if command is not None and command.action == "stop" else None
+
+
+def read(inbound: Inbound, prefixes: Collection[str], bot_name: str = "") -> Reading:
+    """What `inbound` says before any state is looked at: a press, or its text's
+    command if it is one (with Slack's `prefixes`, and Telegram's `bot_name`)."""
+    if inbound.press is not None:
+        return Reading(inbound)
+    return Reading(inbound, parse_command(inbound.text.strip(), prefixes, bot_name))
+
+
+def urgent(inbound: Inbound, prefixes: Collection[str], bot_name: str = "") -> Press | Stop | None:
+    """`Reading.urgent` of `inbound` read with `prefixes` and `bot_name`."""
+    return read(inbound, prefixes, bot_name).urgent
+
+
+def route(message: Reading | Inbound, view: View) -> Intent:
+    """What the conversation does with a message, in the state `view`. An inbound not
+    read yet is read here, with the view's prefixes and bot name."""
+    reading = (
+        message if isinstance(message, Reading) else read(message, view.prefixes, view.bot_name)
+    )
+    press = reading.press
     if press is not None:
-        return Press(press.token, press.press_id, press.text)
+        return press
+    inbound = reading.inbound
     dialogs = view.input_dialogs or {}
     if inbound.reply_to is not None and inbound.reply_to in dialogs:
         return DialogReply(dialogs[inbound.reply_to], inbound.text)
     text = inbound.text.strip()
     if not text and not inbound.images:
         return Ignore("empty message")
-    command = parse_command(text, view.prefixes, view.bot_name)
+    command = reading.command
     awaited = (view.awaiting or {}).get(inbound.sender.id)
     if awaited is not None and command is None and text:
         return DialogReply(awaited, inbound.text)  # commands (/stop) stay commands
@@ -149,21 +199,6 @@ def _command(name: str, arg: str, images: tuple[Image, ...], view: View) -> Inte
         case _:
             # Not ours: extension commands, prompt templates and skills are the agent's.
             return _message("/" + f"{name} {arg}".strip(), images, view)
-
-
-def urgent(inbound: Inbound, prefixes: Collection[str], bot_name: str = "") -> Press | Stop | None:
-    """The intent of an inbound that must not wait in the inbox (a button press, a
-    stop), or None: a stop must reach the run it stops, a press the question that
-    is open now. The rest is routed when taken from the inbox, against the state
-    of that moment."""
-    press = inbound.press
-    if press is not None:
-        return Press(press.token, press.press_id, press.text)
-    command = parse_command(inbound.text.strip(), prefixes, bot_name)
-    if command is None:
-        return None
-    found = COMMANDS.find(command[0])
-    return Stop() if found is not None and found.action == "stop" else None
 
 
 def _message(text: str, images: tuple[Image, ...], view: View) -> Intent:

@@ -31,7 +31,7 @@ import anyio
 
 from bridge.conversation.core import Conversation
 from bridge.conversation.dialogs import dead_press
-from bridge.conversation.routing import Ignore, View, route
+from bridge.conversation.routing import Ignore, View, read, route
 from bridge.conversation.shared import Holder, Services, SlotGate
 from bridge.model import ChatRef, MessageRef, React, Sender
 from bridge.render.status import retire_after_crash, run_is_live
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup, TaskStatus
 
+    from bridge.conversation.routing import Reading
     from bridge.model import Inbound, Op
     from bridge.outbox import Outbox
     from bridge.store.base import Store
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 
 REAP_EVERY = 15.0  # idle timeouts are minutes; checking a few times a minute is plenty
 DRAIN_POLL = 0.1
+FRESH = View()  # a conversation made now: idle, with no question open
 
 
 class AgentSlots(SlotGate):
@@ -190,7 +192,7 @@ def _record(
 
 class Supervisor:
     def __init__(self, services: Services, *, shared: bool = False) -> None:
-        self.s = services
+        self.services = services
         # Shared with other workers (bridge/scale/): what an earlier process left is
         # taken over one conversation at a time (`take_over`), as its lease is claimed.
         self.shared = shared
@@ -203,8 +205,8 @@ class Supervisor:
 
     @property
     def slots(self) -> AgentSlots:
-        assert isinstance(self.s.gate, AgentSlots)
-        return self.s.gate
+        assert isinstance(self.services.gate, AgentSlots)
+        return self.services.gate
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
@@ -219,15 +221,15 @@ class Supervisor:
             await anyio.sleep_forever()
 
     async def _reattach(self) -> set[str]:
-        """Take back the agents an earlier bridge left running (bridge/conversation/hosts.py);
-        the keys of those taken."""
+        """Take back the agents an earlier bridge left running (hosts.py); the keys of
+        those taken."""
         taken: set[str] = set()
         try:
-            records = await self.s.store.list_conversations()
+            records = await self.services.store.list_conversations()
         except Exception:
             log.exception("could not look for agents left running")
             return taken
-        prefix = self.s.options.key_prefix
+        prefix = self.services.options.key_prefix
         left = [r for r in records if r.host is not None and r.key.startswith(prefix)]
 
         async def one(record: ConversationRecord) -> None:
@@ -246,7 +248,7 @@ class Supervisor:
         assert self._tg is not None
         host = record.host
         chat = ChatRef(host.chat_id, host.thread_id, host.is_group)
-        conversation = Conversation(record.key, chat, Sender(record.owner or ""), self.s)
+        conversation = Conversation(record.key, chat, Sender(record.owner or ""), self.services)
         self.conversations[record.key] = conversation
         await self._tg.start(conversation.run)
         return await conversation.life.reattach(self._tg)
@@ -257,10 +259,10 @@ class Supervisor:
         Whether its agent was taken back."""
         if key in self.conversations:
             return False
-        record = await self.s.store.get_conversation(key)
+        record = await self.services.store.get_conversation(key)
         if record is not None and record.host is not None and await self._take_back(record):
             return True
-        await self.live_runs.retire(self.s.outbox, only=key)
+        await self.live_runs.retire(self.services.outbox, only=key)
         return False
 
     async def let_go(self, key: str) -> None:
@@ -277,7 +279,9 @@ class Supervisor:
 
     async def _retire_live_runs(self, skip: set[str]) -> None:
         try:
-            retired = await self.live_runs.retire(self.s.outbox, self.s.options.key_prefix, skip)
+            retired = await self.live_runs.retire(
+                self.services.outbox, self.services.options.key_prefix, skip
+            )
         except Exception:  # the chats are more important than their stale buttons
             log.exception("could not retire the runs an earlier process left live")
             return
@@ -285,40 +289,52 @@ class Supervisor:
             log.info("retiring %d run(s) left live by an earlier process", retired)
 
     async def deliver(self, inbound: Inbound, arrived: float | None = None) -> bool:
-        """Hand an admitted inbound to its conversation; False once draining."""
+        """Hand an admitted inbound to its conversation, read once here; False once
+        draining."""
         if not self.accepting:
             return False
         conversation = self.conversations.get(inbound.key)
-        copies = self.s.options.approvals.notify_approvers == "dm"  # else no press can be one's
-        if copies and inbound.press is not None and (copied := await self._copy_of(inbound)):
+        if inbound.press is not None and (copied := await self._copy_of(inbound)):
             conversation, inbound = copied
+        reading = read(inbound, self.services.prefixes, self.services.bot_name)
         if conversation is None:
-            if inbound.press is not None:
-                # Buttons live only in their conversation's memory: none is live here.
-                await dead_press(self.s, inbound.key, inbound.chat, inbound.press)
-                self.s.taken(inbound)
-                return True
-            nothing = isinstance(route(inbound, View(prefixes=self.s.prefixes)), Ignore)
-            if nothing and not inbound.attachments:  # a file alone is something
-                self.s.taken(inbound)
-                return True  # nothing to do: no conversation (and no store record) for it
-            conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.s)
-            self.conversations[inbound.key] = conversation
-            assert self._tg is not None
-            try:
-                await self._tg.start(conversation.run)
-            except Exception:
-                del self.conversations[inbound.key]
-                raise
-        conversation.deliver(inbound, arrived)
+            conversation = await self._open(reading)
+        if conversation is not None:
+            conversation.deliver(reading, arrived)
         return True
+
+    async def _open(self, reading: Reading) -> Conversation | None:
+        """A new conversation for `reading`; None when it needs none (it was answered
+        here, or there is nothing to do)."""
+        inbound = reading.inbound
+        if reading.press is not None:
+            # Buttons live only in their conversation's memory: none is live here.
+            await dead_press(self.services, inbound.key, inbound.chat, reading.press)
+            self.services.taken(inbound)
+            return None
+        nothing = isinstance(route(reading, FRESH), Ignore)
+        if nothing and not inbound.attachments:  # a file alone is something
+            self.services.taken(inbound)
+            return None  # no conversation (and no store record) for nothing
+        conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.services)
+        self.conversations[inbound.key] = conversation
+        assert self._tg is not None
+        try:
+            await self._tg.start(conversation.run)
+        except Exception:
+            del self.conversations[inbound.key]
+            raise
+        return conversation
 
     async def _copy_of(self, inbound: Inbound) -> tuple[Conversation, Inbound] | None:
         """A press on a copy of another conversation's question (an approver's direct
-        message, approving.py): that conversation, and the press as made there. Only a
-        chat the copy was posted to counts, so a token carried elsewhere is dead."""
+        message, approval_questions.py): that conversation, and the press as made
+        there. Only a chat the copy was posted to counts, so a token carried elsewhere
+        is dead."""
         assert inbound.press is not None
-        record = await self.s.store.get_dialog(inbound.press.token)
+        if self.services.options.approvals.notify_approvers != "dm":
+            return None  # no copies: no press can be on one
+        record = await self.services.store.get_dialog(inbound.press.token)
         if record is None or record.key == inbound.key or inbound.chat.chat_id not in record.copies:
             return None
         owner = self.conversations.get(record.key)
@@ -334,13 +350,13 @@ class Supervisor:
     async def reap_idle(self) -> None:
         """Stop agents idle longer than `idle_timeout`; then conversations quiet as long
         leave memory, and the outbox drops what finished chats left behind."""
-        cutoff = self.s.clock() - self.s.options.idle_timeout
+        cutoff = self.services.clock() - self.services.options.idle_timeout
         for conversation in list(self.slots.live.values()):
             if conversation.idle and conversation.last_active < cutoff:
                 log.info("reaping idle agent of %s", conversation.key)
                 await conversation.reap()
         self._forget_quiet(cutoff)
-        self.s.outbox.sweep(keep=self.conversations)
+        self.services.outbox.sweep(keep=self.conversations)
 
     def _forget_quiet(self, cutoff: float) -> None:
         # No await from the check to the removal: a message arriving after it makes a
@@ -361,8 +377,11 @@ class Supervisor:
         """Stop intake, let runs finish up to `grace` seconds, then end every agent;
         with `on_stop = "detach"`, leave every agent running under its host at once."""
         self.accepting = False
-        detach = self.s.options.on_stop == "detach"
-        limit = 0.0 if detach else self.s.options.drain_timeout if grace is None else grace
+        options = self.services.options
+        detach = options.on_stop == "detach"
+        limit = options.drain_timeout if grace is None else grace
+        if detach:
+            limit = 0.0  # the agents run on under their hosts: nothing to wait for
         with anyio.move_on_after(limit):
             # Polled: "no conversation busy" is a state over many agents, not one event.
             while any(c.busy for c in self._live()):  # noqa: ASYNC110

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class Host(Protocol):
+class ProjectConversation(Protocol):
     """The conversation a project belongs to, as the project sees it."""
 
     key: str
@@ -71,7 +71,7 @@ class Host(Protocol):
 class Projects:
     """One conversation's project, its worktree, and its runs' changed files."""
 
-    def __init__(self, host: Host, options: BridgeOptions) -> None:
+    def __init__(self, host: ProjectConversation, options: BridgeOptions) -> None:
         self._host = host
         self._options = options
         self._before: Snapshot | None = None  # what the next run is measured from
