@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from bridge.rpc.events import KNOWN_TYPES, KnownOutput, UnknownEvent
 from bridge.rpc.framing import OversizedRecord
-from bridge.rpc.ui import OtherUIRequest
+from bridge.rpc.ui import KNOWN_METHODS, OtherUIRequest
 
 _KNOWN: TypeAdapter[KnownOutput] = TypeAdapter(KnownOutput)
 
@@ -60,28 +60,13 @@ def _slow_path(record: bytes, exc: ValidationError) -> Decoded:
         method = obj.get("method")
         if not isinstance(method, str):
             return _malformed(record, "extension_ui_request: method: not a string")
-        if method not in _KNOWN_UI_METHODS:
+        if method not in KNOWN_METHODS:
             return OtherUIRequest.model_validate(obj)
     if kind not in KNOWN_TYPES:
         return UnknownEvent.model_validate(obj)
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"][1:]) or "record"
     return _malformed(record, f"{kind}: {where}: {first['msg']}")
-
-
-_KNOWN_UI_METHODS = frozenset(
-    {
-        "select",
-        "confirm",
-        "input",
-        "editor",
-        "notify",
-        "setStatus",
-        "setWidget",
-        "setTitle",
-        "set_editor_text",
-    }
-)
 
 
 def _malformed(record: bytes, reason: str) -> MalformedRecord:

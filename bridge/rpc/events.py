@@ -16,7 +16,7 @@ from pydantic import Field
 
 from bridge.rpc.content import AgentMessage, AssistantMessage, ToolResult, ToolResultMessage
 from bridge.rpc.ui import KnownUIRequest
-from bridge.rpc.wire import Wire
+from bridge.rpc.wire import Wire, tags
 
 # --- responses -------------------------------------------------------------------
 
@@ -210,38 +210,6 @@ class UnknownEvent(Wire):
     type: str
 
 
-KNOWN_TYPES = frozenset(
-    {
-        "response",
-        "agent_start",
-        "agent_end",
-        "agent_settled",
-        "turn_start",
-        "turn_end",
-        "message_start",
-        "message_end",
-        "message_update",
-        "tool_execution_start",
-        "tool_execution_update",
-        "tool_execution_end",
-        "bash_execution_update",
-        "queue_update",
-        "compaction_start",
-        "auto_compaction_start",
-        "compaction_end",
-        "auto_compaction_end",
-        "compaction",
-        "auto_retry_start",
-        "auto_retry_end",
-        "extension_error",
-        "session_info_changed",
-        "entry_appended",
-        "thinking_level_changed",
-        "error",
-        "extension_ui_request",
-    }
-)
-
 KnownOutput = Annotated[
     Response
     | AgentStart
@@ -270,3 +238,6 @@ KnownOutput = Annotated[
     | KnownUIRequest,
     Field(discriminator="type"),
 ]
+
+# Every `type` the union decodes; any other is an `UnknownEvent` (decode.py).
+KNOWN_TYPES = tags(KnownOutput, "type")

@@ -42,7 +42,7 @@ from bridge.rpc.events import (
     TurnStart,
 )
 from bridge.rpc.profile import PI, Profile
-from bridge.rpc.ui import ConfirmRequest, EditorRequest, InputRequest, SelectRequest
+from bridge.rpc.ui import is_dialog
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,6 +180,9 @@ class RunState:
         return change
 
     def _track(self, event: object, now: float) -> None:
+        if is_dialog(event):
+            self._open_dialog(event, now)
+            return
         match event:
             case ToolExecutionStart():
                 self.tools[event.toolCallId] = ToolInFlight(
@@ -197,8 +200,6 @@ class RunState:
                 self.compacting = True
             case CompactionEnd() | LegacyCompaction():
                 self.compacting = False
-            case SelectRequest() | ConfirmRequest() | InputRequest() | EditorRequest():
-                self._open_dialog(event, now)
 
     def _open_dialog(self, request: DialogRequest, now: float) -> None:
         timeout = request.timeout

@@ -5,27 +5,22 @@ the rest are fire-and-forget. A dialog's `timeout` (ms) is enforced by the agent
 which tells the client nothing when it fires (docs/rpc.md, "Dialog timeouts are
 tracked here"),
 so whoever shows the dialog keeps its own timer. Unknown methods are kept as
-`OtherUIRequest`.
+`OtherUIRequest`. The unions below are the one list of each kind of request: the
+method names (`DIALOG_METHODS`, `KNOWN_METHODS`) and `is_dialog` are derived from them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeGuard
 
 from pydantic import Field
 
-from bridge.rpc.wire import Wire
-
-DIALOG_METHODS = frozenset({"select", "confirm", "input", "editor"})
+from bridge.rpc.wire import Wire, tags
 
 
 class _UIRequest(Wire):
     type: Literal["extension_ui_request"]
     id: str
-
-    @property
-    def is_dialog(self) -> bool:
-        return getattr(self, "method", "") in DIALOG_METHODS
 
 
 class _Dialog(_UIRequest):
@@ -89,29 +84,18 @@ class OtherUIRequest(_UIRequest):
 
 
 DialogRequest = SelectRequest | ConfirmRequest | InputRequest | EditorRequest
-
-KnownUIRequest = Annotated[
-    SelectRequest
-    | ConfirmRequest
-    | InputRequest
-    | EditorRequest
-    | NotifyRequest
-    | SetStatusRequest
-    | SetWidgetRequest
-    | SetTitleRequest
-    | SetEditorTextRequest,
-    Field(discriminator="method"),
-]
-
-UIRequest = (
-    SelectRequest
-    | ConfirmRequest
-    | InputRequest
-    | EditorRequest
-    | NotifyRequest
-    | SetStatusRequest
-    | SetWidgetRequest
-    | SetTitleRequest
-    | SetEditorTextRequest
-    | OtherUIRequest
+# Shown and forgotten: the agent waits for no answer.
+FireAndForgetRequest = (
+    NotifyRequest | SetStatusRequest | SetWidgetRequest | SetTitleRequest | SetEditorTextRequest
 )
+KnownUIRequest = Annotated[DialogRequest | FireAndForgetRequest, Field(discriminator="method")]
+UIRequest = DialogRequest | FireAndForgetRequest | OtherUIRequest
+
+DIALOG_METHODS = tags(DialogRequest, "method")
+KNOWN_METHODS = tags(KnownUIRequest, "method")
+
+
+def is_dialog(item: object) -> TypeGuard[DialogRequest]:
+    """Whether `item` (an agent event, a UI request) is a dialog: the agent waits for
+    its answer."""
+    return isinstance(item, DialogRequest)
