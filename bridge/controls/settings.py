@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, get_args
 
 from bridge.controls.common import data, picker
 from bridge.controls.registry import Picker
+from bridge.model import Verbosity
 from bridge.rpc.commands import (
     GetAvailableModels,
     GetAvailableThinkingLevels,
@@ -28,7 +29,7 @@ POLICIES = {
     "follow_up": "wait for the end of the run",
     "ask": "ask first",
 }
-VERBOSITY = ("all", "compact", "off")
+VERBOSITY: tuple[str, ...] = get_args(Verbosity)
 
 
 async def model(target: Target, arg: str) -> list[Op]:

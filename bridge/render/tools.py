@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from bridge.model import Op, Task, TaskStatus, Upload
 from bridge.render.textbits import clip, code_block, duration, inline_code, one_line, tail
@@ -25,10 +25,9 @@ from bridge.render.views import Pacer, Slot, in_run
 from bridge.rpc.content import ToolResult, text_of
 
 if TYPE_CHECKING:
+    from bridge.model import Verbosity
     from bridge.render.views import Context
     from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
-
-Verbosity = Literal["all", "compact", "off"]
 
 LONG_OUTPUT = 3000  # characters of a result worth a file attachment
 SUMMARY_CHARS = 200

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from bridge.render.tools import Verbosity
+    from bridge.model import Verbosity
     from bridge.rpc.agent_event import AgentEvent
     from bridge.rpc.profile import Profile
 

@@ -28,8 +28,7 @@ from tests.render.test_renderer import (
 )
 
 if TYPE_CHECKING:
-    from bridge.model import Op, TaskStatus
-    from bridge.render.tools import Verbosity
+    from bridge.model import Op, TaskStatus, Verbosity
     from bridge.rpc.agent_event import AgentEvent
 
 Ending = Literal["agent_end", "interrupt", "agent gone"]
