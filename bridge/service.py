@@ -15,6 +15,7 @@ allowed get one polite refusal a day and nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -35,8 +36,9 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup
 
-    from bridge.model import Adapter, Inbound
+    from bridge.model import Inbound
     from bridge.options import BridgeOptions
+    from bridge.platform import Adapter
     from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -104,19 +106,17 @@ class Bridge:
         self.supervisor = Supervisor(self.services, shared=shared)
         self.forward = forward
         self._failed: OrderedDict[str, int] = OrderedDict()  # delivery id → failed tries
-        self._tg: TaskGroup | None = None
+        self._tg: TaskGroup | None = None  # the services' tasks
+        self._stack: contextlib.AsyncExitStack | None = None  # the task group, once started
 
     async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        try:
-            await self._tg.start(self.outbox.run)
+        async with contextlib.AsyncExitStack() as stack:
+            tg = self._tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)  # leaving ends the services, not waits
+            await tg.start(self.outbox.run)
             if self.forward is None:
-                await self._tg.start(self.supervisor.run)
-        except BaseException as exc:
-            self._tg.cancel_scope.cancel()
-            await self._tg.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
+                await tg.start(self.supervisor.run)
+            self._stack = stack.pop_all()  # started: kept open until __aexit__
         return self
 
     async def __aexit__(
@@ -125,15 +125,15 @@ class Bridge:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        assert self._tg is not None
+        assert self._stack is not None
         with anyio.CancelScope(shield=True):
             if self.forward is None:
                 await self.supervisor.drain()
             self.supervisor.accepting = False
             with anyio.move_on_after(FLUSH_ON_EXIT):
                 await self.outbox.flush()
-        self._tg.cancel_scope.cancel()
-        return await self._tg.__aexit__(exc_type, exc, tb)
+        stack, self._stack = self._stack, None
+        return await stack.__aexit__(exc_type, exc, tb)
 
     async def handle(self, inbound: Inbound) -> None:
         """Admit one platform update and hand it on; never raises for its content.

@@ -106,6 +106,7 @@ class AgentClient:
         self.events: MemoryObjectReceiveStream[AgentEvent] = receive
         self.link: Link | None = None  # how it is reached (a host's: `HostLink`)
         self._tg: TaskGroup | None = None
+        self._stack: contextlib.AsyncExitStack | None = None  # the task group, while open
         self._requests = Requests(self._write, request_timeout)
         self._exited, self._reader_gone = anyio.Event(), anyio.Event()  # reader done/cancelled
         self._exit: AgentExited | None = None
@@ -117,8 +118,10 @@ class AgentClient:
     # --- lifecycle -----------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        stack = self._stack = contextlib.AsyncExitStack()
+        stack.callback(self._send.close)  # last, whatever the task group raised
+        self._tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(self._tg.cancel_scope.cancel)  # first: the tasks end with the client
         try:
             self.link = await open_link(self.spec, self._host, self._reattach, self._max_record)
             self.link.start(self._tg)
@@ -152,19 +155,16 @@ class AgentClient:
         self._detaching = isinstance(self.link, HostLink)
 
     async def _finish(self) -> None:
-        tg, self._tg = self._tg, None
-        if tg is None:
+        stack, self._stack, self._tg = self._stack, None, None
+        if stack is None:
             return
         with anyio.CancelScope(shield=True):
             await self._shutdown()
-        # The task group's own scope must be exited outside the shield it is not in.
-        tg.cancel_scope.cancel()
-        try:
-            # The body's own exception propagates by itself; handing it to the task
-            # group would wrap it in an ExceptionGroup.
-            await tg.__aexit__(None, None, None)
-        finally:
-            self._send.close()
+        # The task group's own scope must be exited outside the shield it is not in. The
+        # stack exits it as if nothing had been raised: the body's own exception
+        # propagates by itself, and handed to the task group it would come out wrapped
+        # in an ExceptionGroup.
+        await stack.aclose()
 
     async def _shutdown(self) -> None:
         link = self.link
