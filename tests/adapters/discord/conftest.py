@@ -1,5 +1,6 @@
 """Fixtures of the Discord tests: a started fake Discord, and the real discord.py client
-connected to it (`running`), with intents chosen per test."""
+connected to it (`running`), with intents chosen per test; the bridge's options for the
+default agent (`opts`, the end-to-end journeys)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ from typing import TYPE_CHECKING
 import discord
 import pytest
 
+from tests.conftest import require_agent
+from tests.support.agents import DEFAULT_VERSION
+from tests.support.bridge_harness import options
 from tests.support.fake_discord import TOKEN, FakeDiscord
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from bridge.options import BridgeOptions
+    from tests.support.agents import AgentHome
 
 READY_WITHIN = 10.0  # s for login, IDENTIFY, READY and GUILD_CREATE on loopback
 # discord.py waits this long after the last GUILD_CREATE before on_ready (2 s by default).
@@ -56,3 +64,10 @@ async def running(client: discord.Client, token: str = TOKEN) -> AsyncIterator[d
 async def fake() -> AsyncIterator[FakeDiscord]:
     async with FakeDiscord() as started:
         yield started
+
+
+@pytest.fixture
+def opts(agent_home: AgentHome, tmp_path: Path) -> BridgeOptions:
+    """Options for a bridge running the default pinned agent against the fake LLM."""
+    require_agent(DEFAULT_VERSION)
+    return options(tmp_path / "data", agent_home.argv(DEFAULT_VERSION), agent_home.env())

@@ -1,0 +1,117 @@
+"""Files end to end on Discord: an attachment lands in the conversation's inbox/ (fetched
+from its signed URL only once the message is admitted), `/get` and the agent's
+`send_file` come back as attachments, and a voice message is transcribed like a
+Telegram voice note."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import pytest
+
+from adapters.discord.convert import dm_key, thread_key
+from bridge.options import Transcription
+from bridge.paths import SEND_FILE_EXTENSION
+from tests.adapters.discord.harness import discord_bridge, shown, thread_of
+from tests.support.agents import DEFAULT_VERSION
+from tests.support.bridge_harness import options
+from tests.support.fake_discord import ALICE, BOB, GENERAL, GUILD_ID
+from tests.support.fake_llm import Reply, ToolCall
+from tests.support.fake_transcribe import FakeTranscriber
+from tests.support.voice import spoken_ogg
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from bridge.options import BridgeOptions
+    from tests.support.agents import AgentHome
+    from tests.support.fake_discord import Channel, FakeDiscord
+    from tests.support.fake_llm import FakeLLM
+
+pytestmark = [pytest.mark.anyio, pytest.mark.agent]
+
+LOG = b"error: the build failed at step 3\nFILE-CONTENT-OK\n"
+
+
+def inbox(opts: BridgeOptions, thread: Channel) -> Path:
+    return opts.workspace(thread_key(str(GUILD_ID), str(GENERAL), str(thread.id))) / "inbox"
+
+
+async def started(fake: FakeDiscord, text: str) -> Channel:
+    mention = await fake.user_says(GENERAL, text, mentions_bot=True)
+    return await thread_of(fake, mention)
+
+
+async def test_a_file_lands_in_the_inbox_and_get_sends_it_back_unchanged(
+    fake_llm: FakeLLM, opts: BridgeOptions
+) -> None:
+    fake_llm.add("hello", Reply(text="Hello."))
+    fake_llm.add(
+        "A file arrived",
+        Reply(tool_calls=[ToolCall("read", {"path": "inbox/build.log"})]),
+        Reply(text="The build failed at step 3."),
+    )
+    async with discord_bridge(opts) as fake:
+        thread = await started(fake, "hello")
+        await shown(fake, "done", thread.id)
+        await fake.user_says(thread.id, "", attachments=[("build.log", LOG, "text/plain")])
+        await shown(fake, "The build failed at step 3.", thread.id)
+        await fake.user_says(thread.id, "/get inbox/build.log")
+        sent = await fake.wait_for(
+            lambda: next((m for m in fake.bot_messages(thread.id) if m.attachments), None)
+        )
+    assert (inbox(opts, thread) / "build.log").read_bytes() == LOG
+    [file] = sent.attachments
+    assert (file.filename, file.data) == ("build.log", LOG)
+    assert any("FILE-CONTENT-OK" in str(m) for r in fake_llm.requests for m in r.messages)
+
+
+async def test_a_strangers_file_is_never_fetched(fake_llm: FakeLLM, opts: BridgeOptions) -> None:
+    async with discord_bridge(opts) as fake:
+        dm = fake.dm_channel(BOB)
+        await fake.user_says(dm, "look", attachments=[("x.log", LOG, "text/plain")], user=BOB)
+        await shown(fake, "not allowed", dm)
+    assert fake.downloads == []
+    assert fake_llm.requests == []
+
+
+async def test_the_agents_send_file_arrives_as_an_attachment(
+    fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    report = "REPORT-42 \u00e9\u00e8 line one\nline two\n"
+    fake_llm.add(
+        "make the report",
+        Reply(tool_calls=[ToolCall("write", {"path": "out/report.txt", "content": report})]),
+        Reply(tool_calls=[ToolCall("send_file", {"path": "out/report.txt", "caption": "Here."})]),
+        Reply(text="All sent."),
+    )
+    argv = agent_home.argv(DEFAULT_VERSION, "-e", str(SEND_FILE_EXTENSION))
+    opts = options(tmp_path / "data", argv, agent_home.env())
+    async with discord_bridge(opts) as fake:
+        thread = await started(fake, "make the report please")
+        await shown(fake, "All sent.", thread.id)
+        sent = [m for m in fake.bot_messages(thread.id) if m.attachments]
+    [message] = sent
+    assert [(a.filename, a.data) for a in message.attachments] == [("report.txt", report.encode())]
+    assert message.content == "Here."
+
+
+async def test_a_voice_message_is_transcribed_shown_and_answered(
+    fake_llm: FakeLLM, opts: BridgeOptions, tmp_path: Path
+) -> None:
+    fake_llm.add("the weather", Reply(text="Sunny all week."))
+    clip = spoken_ogg("what is the weather", tmp_path)
+    async with FakeTranscriber(transcript="what is the weather") as heard:
+        service = Transcription(heard.url, "whisper-1", heard.key)
+        async with discord_bridge(dataclasses.replace(opts, transcribe=service)) as fake:
+            dm = fake.dm_channel(ALICE)
+            await fake.voice(dm, clip)
+            told = await shown(fake, "what is the weather", dm)
+            await shown(fake, "Sunny all week.", dm)
+    [taken] = heard.clips
+    assert taken.data == clip  # the clip as Discord served it
+    assert taken.name.endswith(".ogg")
+    assert told.content.startswith("🎤")
+    saved = opts.workspace(dm_key(str(dm))) / "inbox"
+    assert [p.read_bytes() for p in saved.iterdir()] == [clip]
