@@ -16,6 +16,9 @@ command is answered by showing it in the channel, as a typed message would be;
 `/pi <task>` in a text channel shows "asked: <task>" and opens the thread from that
 message.
 
+Where the bot answers only in some channels (`allowed_channels`), messages elsewhere
+are not seen, and a slash command there is told so, privately.
+
 Discord does not deliver an event twice on one connection, but the gateway replays
 what a session missed after a RESUME: deliveries are dropped by id here and by the
 bridge's store. The bridge's store failing at admission is retried here
@@ -84,6 +87,10 @@ USAGE = (
     "(mentioning me works too). Write in that thread to go on; `/stop` there stops the "
     "agent, `/help` lists the other commands."
 )
+NOT_HERE = (
+    "I'm not enabled in this channel. An admin can add it to DISCORD_ALLOWED_CHANNELS; "
+    "a direct message to me works too."
+)
 NOT_A_CONVERSATION = (
     "Commands work in a conversation: mention me or use `/pi <task>` to start one in a "
     "thread, or write to me directly."
@@ -105,6 +112,7 @@ class Intake:
     owns: Callable[[str], Awaitable[bool]] | None = None
     allowed: Collection[str] | None = None
     roles_named: bool = False
+    allowed_channels: Collection[str] | None = None  # None: every channel
     threads: OrderedDict[str, None] = field(default_factory=OrderedDict)
     seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
     told: set[str] = field(default_factory=set)  # channels told they allow no threads
@@ -116,6 +124,8 @@ class Intake:
         if str(message.author.id) == self.me.id:
             return  # the bot's own: nothing to look up
         place = place_of(message.channel)
+        if not self._here(place):
+            return
         key = conversation_key(place)
         threaded = place.kind in ("thread", "forum_post")
         if threaded and key not in self.threads and await self._owned(key):
@@ -244,7 +254,9 @@ class Intake:
             await _note(interaction, NOT_A_CONVERSATION)
             return
         starts = slash.name == START_COMMAND
-        if starts and not slash.text:
+        if not self._here(place):
+            await _note(interaction, NOT_HERE)
+        elif starts and not slash.text:
             await _note(interaction, USAGE)
         elif place.kind == "text" and not starts:
             await _note(interaction, NOT_A_CONVERSATION)
@@ -299,6 +311,12 @@ class Intake:
         # Discord will not deliver it again: an inbound the bridge could not take in
         # is handed in again here (bridge/admission.py).
         await until_taken(self.handle, dataclasses.replace(inbound, attachments=files))
+
+    def _here(self, place: Place) -> bool:
+        """Whether the bot answers in `place`: a DM, or an allowed channel's."""
+        if self.allowed_channels is None or place.kind == "dm":
+            return True
+        return (place.parent_id or place.channel_id) in self.allowed_channels
 
     def _allowed(self, sender: Sender) -> bool:
         return self.allowed is None or sender.named_in(self.allowed)

@@ -39,7 +39,6 @@ from adapters.discord.adapter import DiscordAdapter
 from adapters.discord.convert import START_COMMAND, Me
 from adapters.discord.intake import Intake
 from adapters.discord.settings import PUBLIC_API
-from adapters.probe import TIMEOUT
 from bridge.controls import COMMANDS as REGISTRY
 from bridge.render.textbits import clip
 
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT = 5.0  # s to close the gateway and the HTTP session
+CHECK_TIMEOUT = 30.0  # s for one REST call of `pi-bridge check` (or the gateway's URL)
 # discord.py waits out a 429 itself up to this long; a longer one reaches the outbox
 # as RateLimited (30 s is the least discord.py takes).
 MAX_RATELIMIT_WAIT = 30.0
@@ -155,7 +155,7 @@ async def api_get(settings: DiscordSettings, path: str) -> Any:
     headers = {"Authorization": f"Bot {settings.token}"}
     try:
         async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as session,
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT)) as session,
             session.get(url, headers=headers) as response,
         ):
             body = await response.json(content_type=None)
@@ -236,6 +236,7 @@ async def _bridge(
             owns,
             allowed=settings.allowed_users,
             roles_named=settings.roles_named,
+            allowed_channels=settings.allowed_channels,
         )
         tree = command_tree(client, intake.on_command)
         try:

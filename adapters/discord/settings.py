@@ -29,6 +29,9 @@ class DiscordSettings:
     allowed_users: frozenset[str] | None = None  # None: anyone who can reach the bot
     allowed_roles: frozenset[str] = frozenset()  # their members are allowed too
     approvers: frozenset[str] = frozenset()  # user or role ids
+    # Channel ids the bot answers in (a thread counts as its channel's, a forum post as
+    # its forum's; DMs are not channels); None: every channel it can see.
+    allowed_channels: frozenset[str] | None = None
     api_url: str = PUBLIC_API
     message_content: bool = True  # the privileged intent (docs above)
 

@@ -38,6 +38,7 @@ async def discord_bridge(
     allowed_roles: frozenset[str] = frozenset(),
     approvers: frozenset[str] = frozenset(),
     message_content: bool = True,
+    allowed_channels: frozenset[str] | None = None,
 ) -> AsyncIterator[FakeDiscord]:
     """The fake Discord (enforcing Discord's rate limits) with the whole bridge on it,
     stopped on exit; `on`: a fake already running (a restart keeps Discord's state)."""
@@ -52,6 +53,7 @@ async def discord_bridge(
             approvers=approvers,
             api_url=fake.api_url,
             message_content=message_content,
+            allowed_channels=allowed_channels,
         )
         # As the composition root narrows the options to the platform (bridge/app).
         narrowed = dataclasses.replace(
