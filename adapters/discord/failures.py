@@ -39,11 +39,25 @@ TOO_LARGE = 40005
 THREAD_EXISTS = 160004
 _GONE = frozenset({UNKNOWN_CHANNEL, UNKNOWN_MESSAGE, UNKNOWN_WEBHOOK, UNKNOWN_INTERACTION})
 _NOT_ALLOWED = frozenset({MISSING_ACCESS, MISSING_PERMISSIONS})
-# The permissions a bot needs where it works (topics/permissions), named in the log.
-NEEDED = (
-    "View Channel, Send Messages, Send Messages in Threads, Create Public Threads, "
-    "Read Message History, Attach Files, Add Reactions"
-)
+# The permissions a bot needs where it works, by their bits (topics/permissions).
+PERMISSIONS = {
+    "View Channel": 1 << 10,
+    "Send Messages": 1 << 11,
+    "Send Messages in Threads": 1 << 38,
+    "Create Public Threads": 1 << 35,
+    "Read Message History": 1 << 16,
+    "Attach Files": 1 << 15,
+    "Add Reactions": 1 << 6,
+}
+ADMINISTRATOR = 1 << 3  # every permission
+NEEDED = ", ".join(PERMISSIONS)
+
+
+def missing(permissions: int) -> list[str]:
+    """The permissions the bot needs that `permissions` lacks."""
+    if permissions & ADMINISTRATOR:
+        return []
+    return [name for name, bit in PERMISSIONS.items() if not permissions & bit]
 
 
 class MissingPermission(PlatformError):

@@ -1,6 +1,6 @@
 """Run one bot: discord.py's `Client` on the gateway, the bridge it feeds, its commands.
 
-`serve()` logs in (the bot's name for the router), syncs the slash commands, opens
+`serve()` logs in (a bad token fails at once), syncs the slash commands, opens
 the bridge, and holds the gateway connection until `stop`: messages and interactions
 go to the `Intake`, which hands them to the bridge and returns at once
 (docs/design.md, "Platform libraries": a waiting handler stalls button presses). In a
@@ -37,6 +37,7 @@ from discord import app_commands
 
 from adapters.discord.adapter import DiscordAdapter
 from adapters.discord.convert import START_COMMAND, Me
+from adapters.discord.failures import missing
 from adapters.discord.intake import Intake
 from adapters.discord.settings import PUBLIC_API
 from bridge.controls import COMMANDS as REGISTRY
@@ -169,24 +170,37 @@ async def api_get(settings: DiscordSettings, path: str) -> Any:
 
 
 async def check(settings: DiscordSettings) -> str:
-    """`pi-bridge check`: Discord takes the token, and the app has the intents asked for."""
+    """`pi-bridge check`: Discord takes the token, the app has the intents asked for, and
+    the bot's role has the permissions it needs in each of its servers."""
     me = await api_get(settings, "/users/@me")
     app = await api_get(settings, "/oauth2/applications/@me")
     flags = int(app.get("flags") or 0) if isinstance(app, dict) else 0
     found = f"the token is the bot @{me.get('username')} ({me.get('id')})"
-    if not settings.message_content:
-        return f"{found}; without the message-content intent (mentions, DMs and slash commands)"
-    if not flags & MESSAGE_CONTENT_FLAGS:
+    if settings.message_content and not flags & MESSAGE_CONTENT_FLAGS:
         raise RuntimeError(
             f"{found}, but its app has no Message Content intent: enable it in the Developer "
             "Portal (Bot, Privileged Gateway Intents), or set [discord] message_content = false"
         )
-    return f"{found}; the Message Content intent is enabled"
+    intent = (
+        "the Message Content intent is enabled"
+        if settings.message_content
+        else "without the message-content intent (mentions, DMs and slash commands)"
+    )
+    guilds = await api_get(settings, "/users/@me/guilds")
+    lacking = [
+        f"{guild.get('name')} ({guild.get('id')}) lacks {', '.join(gaps)}"
+        for guild in guilds
+        if (gaps := missing(int(guild.get("permissions") or 0)))
+    ]
+    if lacking:
+        raise RuntimeError(f"{found}, but its role in " + "; in ".join(lacking))
+    return f"{found}; {intent}; in {len(guilds)} server(s) with the permissions it needs"
 
 
 async def serve(
     settings: DiscordSettings,
-    # (adapter, bot name) → e.g. `Bridge(adapter, store, options, bot_name=…)`
+    # (adapter, bot name) → e.g. `Bridge(adapter, store, options)`; the name is "":
+    # Discord's commands carry no "@bot" to read (only Telegram's "/cmd@bot" do).
     bridge_factory: Callable[[Adapter, str], AbstractAsyncContextManager[InboundHandler]],
     store: Store | None = None,
     *,
@@ -226,7 +240,7 @@ async def _bridge(
             # A thread the bridge answered before a restart is still its conversation.
             return await store.get_conversation(key) is not None
 
-    async with bridge_factory(adapter, client.user.name) as bridge:
+    async with bridge_factory(adapter, "") as bridge:
         intake = Intake(
             adapter,
             Me(str(client.user.id)),

@@ -2,13 +2,15 @@
 DMs, messages (create, get, history, edit, delete), reactions, typing, threads (from a
 message, without one, forum posts), the guild, and application commands.
 
-Each handler takes the recorded `Call` and the route's parameters and returns the JSON
-answer (None: 204 No Content). Errors are `ApiError`s with Discord's JSON error codes
-(topics/opcodes-and-status-codes#json): 10003 Unknown Channel, 10008 Unknown Message,
-10013 Unknown User, 10007 Unknown Member, 10014 Unknown Emoji, 30010 too many reactions
-(20), 40058 a message sent to a forum itself, 50005 editing another user's message,
-50013 Missing Permissions (deleting another user's message: the bot's role lacks
-MANAGE_MESSAGES), 160004 a second thread on one message. Route shapes follow
+`GET /users/@me/guilds` answers with the bot's permissions in the guild, less those a
+test `withheld` (what `pi-bridge check` reads). Each handler takes the recorded `Call`
+and the route's parameters and returns the JSON answer (None: 204 No Content). Errors
+are `ApiError`s with Discord's JSON error codes (topics/opcodes-and-status-codes#json):
+10003 Unknown Channel, 10008 Unknown Message, 10013 Unknown User, 10007 Unknown Member,
+10014 Unknown Emoji, 30010 too many reactions (20), 40058 a message sent to a forum
+itself, 50005 editing another user's message, 50013 Missing Permissions (deleting
+another user's message: the bot's role lacks MANAGE_MESSAGES), 160004 a second thread
+on one message. Route shapes follow
 resources/{user,channel,message,guild} and interactions/application-commands.
 """
 
@@ -34,6 +36,7 @@ from tests.support.fake_discord_model import (
     Typing,
     guild_json,
     member_json,
+    permissions_of,
 )
 from tests.support.fake_discord_store import Store
 
@@ -49,6 +52,7 @@ class RestMethods(Store):
     """REST handlers; `ROUTES` maps (method, path template) to a handler's name."""
 
     enabled: frozenset[str]
+    withheld: int = 0  # permission bits the bot's role lacks, for `GET /users/@me/guilds`
 
     ROUTES: ClassVar[list[tuple[str, str, str]]] = [
         ("GET", "/users/@me", "_me"),
@@ -58,6 +62,7 @@ class RestMethods(Store):
         ("GET", "/gateway/bot", "_gateway_bot"),
         ("GET", "/gateway", "_gateway_url"),
         ("POST", "/users/@me/channels", "_open_dm"),
+        ("GET", "/users/@me/guilds", "_my_guilds"),
         ("GET", "/channels/{channel_id}", "_get_channel"),
         ("GET", "/channels/{channel_id}/messages", "_history"),
         ("POST", "/channels/{channel_id}/messages", "_create_message"),
@@ -134,6 +139,21 @@ class RestMethods(Store):
     @property
     def gateway_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/gateway"
+
+    async def _my_guilds(self, call: Call, p: dict[str, str]) -> list[Json]:
+        """The bot's servers, each with the bot's permissions there (resources/user#get-
+        current-user-guilds: a partial guild with `permissions`, from its roles)."""
+        permissions = permissions_of(BOT) & ~self.withheld
+        return [
+            {
+                "id": str(GUILD_ID),
+                "name": "Team",
+                "icon": None,
+                "owner": False,
+                "permissions": str(permissions),
+                "features": [],
+            }
+        ]
 
     async def _open_dm(self, call: Call, p: dict[str, str]) -> Json:
         user = USERS.get(int((call.json or {}).get("recipient_id") or 0))

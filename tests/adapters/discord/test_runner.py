@@ -17,10 +17,18 @@ def settings(fake: FakeDiscord, **fields: object) -> DiscordSettings:
     return DiscordSettings(token=fields.pop("token", TOKEN), api_url=fake.api_url, **fields)  # type: ignore[arg-type]
 
 
-async def test_check_names_the_bot_and_the_content_intent(fake: FakeDiscord) -> None:
+async def test_check_names_the_bot_its_intent_and_its_servers(fake: FakeDiscord) -> None:
     said = await check(settings(fake))
     assert "@pi" in said
     assert "Message Content intent is enabled" in said
+    assert "in 1 server(s) with the permissions it needs" in said
+
+
+async def test_check_names_the_permissions_a_server_withholds(fake: FakeDiscord) -> None:
+    fake.withheld = (1 << 35) | (1 << 6)  # Create Public Threads, Add Reactions
+    with pytest.raises(RuntimeError, match="Team") as refused:
+        await check(settings(fake))
+    assert "lacks Create Public Threads, Add Reactions" in str(refused.value)
 
 
 async def test_check_refuses_an_app_without_the_content_intent_it_would_ask_for() -> None:
