@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.backoff import Backoff, Retries
+from tests.support.purity import forbidden_loads, pure_cores
 
 # (the back-off, retry numbers, the waits before them)
 WAITS = [
@@ -78,3 +79,8 @@ def test_retries_grow_with_each_failure_and_start_over_after_a_success() -> None
     assert retries.failures == 5
     retries.reset()
     assert retries.next() == pytest.approx(0.1)
+
+
+def test_importing_the_back_off_loads_nothing_that_does_io() -> None:
+    assert pure_cores("bridge.backoff") == ["bridge.backoff"]
+    assert forbidden_loads("bridge.backoff") == []

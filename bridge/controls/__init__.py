@@ -1,14 +1,37 @@
 """The bridge's own control commands (/new, /status, /model, …) and their pickers.
 
-`registry` says what a command is; `table` declares each command once (pure: the
-router reads it); `handlers` carries them out (`run`, `pick`); the handlers live by
-subject (`session`, `settings`, `export`) and see the conversation only through the
-`Target` Protocol. Importing this package imports the handlers: import `table` and
-`handlers` by their own names.
+`registry` says what a command is and `table` declares each command once (both pure:
+the router and the platforms' converters read them); `handling` and `handlers` carry
+them out (`run`, `pick`); the handlers live by subject (`session`, `settings`,
+`export`) and see the conversation only through the `Target` Protocol.
+
+Python runs this file before any module of the package, so it imports only the pure
+parts: `run` and `pick` are taken from `handlers` when first asked for. Better still,
+import them from `bridge.controls.handlers` and the table from `bridge.controls.table`.
 """
 
-from bridge.controls.handlers import pick, run
-from bridge.controls.table import COMMANDS
-from bridge.controls.target import Target
+from __future__ import annotations
 
-__all__ = ["COMMANDS", "Target", "pick", "run"]
+from typing import TYPE_CHECKING
+
+from bridge.controls.table import COMMANDS
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from bridge.controls.handlers import pick, run
+    from bridge.controls.target import Target
+    from bridge.model import Op
+
+
+def __getattr__(name: str) -> Callable[[Target, str, str], Awaitable[list[Op]]]:
+    """`run` and `pick`, imported from `handlers` on first use (see above)."""
+    if name in ("run", "pick"):
+        from bridge.controls import handlers
+
+        found: Callable[[Target, str, str], Awaitable[list[Op]]] = getattr(handlers, name)
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["COMMANDS", "pick", "run"]

@@ -8,7 +8,7 @@ from bridge.render import PickerOption
 from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
-    from bridge.controls.registry import Picker
+    from bridge.controls.handling import Picker
     from bridge.controls.target import Target
     from bridge.model import Op
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from bridge.approvals import describe
 from bridge.controls.common import picker
-from bridge.controls.registry import Picker
+from bridge.controls.handling import Picker
 
 if TYPE_CHECKING:
     from bridge.controls.target import Target

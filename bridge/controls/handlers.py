@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from bridge.controls import grants, projects, session, sessions, settings
 from bridge.controls.export import export
 from bridge.controls.files import get
-from bridge.controls.registry import Handlers, Handling
+from bridge.controls.handling import Handlers, Handling
 from bridge.controls.table import COMMANDS
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bridge.controls.common import picker
-from bridge.controls.registry import Picker
+from bridge.controls.handling import Picker
 from bridge.model import Upload
 from bridge.projects.git import WorktreeError
 from bridge.render.textbits import count

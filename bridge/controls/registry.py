@@ -1,13 +1,10 @@
-"""What a command is, and what carries it out: pure types, no handler imported.
+"""What a command is (pure): its words, what the router does with it, its line in /help.
 
 `Registry` holds the commands (declared once, in `table.py`): the router asks it
 what a `/word` is, `/help` and the Telegram command menu are written from it, and
 Slack's addressed `!word`s are checked against it, so a command added to the table
 is everywhere at once. Commands of the router's own (stop, steer, later) are carried
-out by its intents; the others ("control") each have one `Handling` in `handlers.py`:
-the handler, and the pickers it offers with what a press on each does. `Handlers`
-checks the two tables against each other, so neither can name a command the other
-lacks, and two pickers never share a kind.
+out by its intents; how the others ("control") are carried out is `handling.py`'s.
 """
 
 from __future__ import annotations
@@ -16,12 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable, Mapping
-
-    from bridge.controls.target import Target
-    from bridge.model import Op
-
-    Handler = Callable[[Target, str], Awaitable[list[Op]]]
+    from collections.abc import Iterable
 
 # What the router does with a command word: stop the run, queue the rest of the
 # line as a steer or a follow-up, or hand it to a control handler.
@@ -90,52 +82,3 @@ class Registry:
                 idle = " (while idle)" if c.idle_only else ""
                 lines.append(f"`/{c.name}{usage}` — {c.summary}{idle}")
         return "\n".join(lines)
-
-
-@dataclass(frozen=True, slots=True)
-class Picker:
-    """One kind of the bridge's pickers (`common.picker`): a press on one of its
-    buttons calls `pressed` with the value the button carries."""
-
-    kind: str
-    pressed: Handler
-
-
-@dataclass(frozen=True, slots=True)
-class Handling:
-    """How a control command is carried out: its handler, and its pickers. A press
-    on a picker waits for idle as its command does (`idle_only`)."""
-
-    handler: Handler
-    pickers: tuple[Picker, ...] = ()
-
-
-class Handlers:
-    """Each control command of `commands` bound to its `Handling`, by name; each
-    picker by kind, with the command it belongs to."""
-
-    def __init__(self, commands: Registry, bound: Mapping[str, Handling]) -> None:
-        control = {c.name for c in commands.commands if c.action == "control"}
-        if missing := sorted(control - set(bound)):
-            raise ValueError(f"control commands without a handler: {missing}")
-        if unknown := sorted(set(bound) - control):
-            raise ValueError(f"handlers of no control command: {unknown}")
-        self._commands = commands
-        self._bound = dict(bound)
-        self._pickers: dict[str, tuple[Command, Picker]] = {}
-        for command in commands.commands:
-            for picker in bound[command.name].pickers if command.name in bound else ():
-                if picker.kind in self._pickers:
-                    raise ValueError(f"picker kind {picker.kind!r} declared twice")
-                self._pickers[picker.kind] = (command, picker)
-
-    def handling(self, word: str) -> tuple[Command, Handling] | None:
-        """The control command `word` names (or one of its aliases), and its handling."""
-        command = self._commands.find(word)
-        if command is None or command.name not in self._bound:
-            return None
-        return command, self._bound[command.name]
-
-    def picker(self, kind: str) -> tuple[Command, Picker] | None:
-        """The picker of `kind` and the command it belongs to."""
-        return self._pickers.get(kind)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from bridge.controls import projects
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
-from bridge.controls.registry import Picker
+from bridge.controls.handling import Picker
 from bridge.rpc.commands import (
     Clone,
     Compact,

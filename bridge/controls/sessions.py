@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
-from bridge.controls.registry import Picker
+from bridge.controls.handling import Picker
 from bridge.controls.session_files import listing, read_summary, session_file
 from bridge.rpc.commands import SwitchSession
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, get_args
 
 from bridge.controls.common import data, picker
-from bridge.controls.registry import Picker
+from bridge.controls.handling import Picker
 from bridge.model import Verbosity
 from bridge.rpc.commands import (
     GetAvailableModels,
