@@ -265,13 +265,7 @@ async def _latency(folder: Path, messages: int, chats: int, gap: float) -> list[
 async def _latency_runs(
     setups: list[Setup], stamps: Stamps, messages: int, gap: float
 ) -> list[str]:
-    # Warm: each conversation's agent started and answered a few times, unmeasured.
-    for round_ in range(3):
-        for s in setups:
-            for key in s.keys:
-                run_id = f"{s.label}-warm{round_}-{key.rsplit(':', 1)[1]}"
-                await s.say(key, run_id, "deltas=0", "warm")
-                await s.settle(run_id, key)
+    await _warm(setups)
     marks = {
         s.label: (
             s.runner.services.stats.inbound_to_agent.count,
@@ -293,7 +287,44 @@ async def _latency_runs(
         s.label: histogram_mean(s.runner.services.stats.inbound_to_agent, marks[s.label])
         for s in setups
     }
-    # Steers while a long answer streams (200 deltas/s) in each setup's first chat.
+    await _steer_while_streaming(setups, stamps, messages, gap)
+    stamps.update()
+    lines = [
+        f"1. inbound → agent stdin latency (bridge.handle called → the stand-in read the line), "
+        f"--role all against frontend + worker over Redis, alternating, {messages} each; "
+        f"{len(setups[0].keys)} chats per setup, agents warm; load average {load[0]:.2f}"
+    ]
+    p99s: dict[tuple[str, str], float] = {}
+    for kind, what in (
+        ("prompt", "prompt to an idle agent"),
+        ("steer", f"steer every {gap * 2 * 1000:g} ms while streaming 200 deltas/s"),
+    ):
+        lines.append(f"   {what}:")
+        for s in setups:
+            lines.append(_latency_line(s, stamps, kind, p99s, prompt_hist))
+        if (kind, "all") in p99s and (kind, "split") in p99s:
+            added = p99s[(kind, "split")] - p99s[(kind, "all")]
+            lines.append(
+                f"     the Redis hop adds {added:.2f} ms at p99 "
+                f"→ {'PASS' if added <= GOAL_MS else 'FAIL'} (goal ≤ {GOAL_MS:g} ms)"
+            )
+    return lines
+
+
+async def _warm(setups: list[Setup]) -> None:
+    """Each conversation's agent started and answered a few times, unmeasured."""
+    for round_ in range(3):
+        for s in setups:
+            for key in s.keys:
+                run_id = f"{s.label}-warm{round_}-{key.rsplit(':', 1)[1]}"
+                await s.say(key, run_id, "deltas=0", "warm")
+                await s.settle(run_id, key)
+
+
+async def _steer_while_streaming(
+    setups: list[Setup], stamps: Stamps, messages: int, gap: float
+) -> None:
+    """Steers while a long answer streams (200 deltas/s) in each setup's first chat."""
     deltas = int((messages * 2 * gap * 2 + 5) * 200)  # longer than the steers take
     for s in setups:
         run_id = f"{s.label}-long"
@@ -309,47 +340,32 @@ async def _latency_runs(
             await anyio.sleep(gap)
     for s in setups:
         await s.settle(f"{s.label}-long", s.keys[0], within=deltas / 200 + 60)
-    stamps.update()
-    lines = [
-        f"1. inbound → agent stdin latency (bridge.handle called → the stand-in read the line), "
-        f"--role all against frontend + worker over Redis, alternating, {messages} each; "
-        f"{len(setups[0].keys)} chats per setup, agents warm; load average {load[0]:.2f}"
+
+
+def _latency_line(
+    s: Setup,
+    stamps: Stamps,
+    kind: str,
+    p99s: dict[tuple[str, str], float],
+    prompt_hist: dict[str, str],
+) -> str:
+    """One setup's latencies of `kind` (its p99 noted in `p99s`)."""
+    got = [
+        (stamps.seen[r][1] - t) * 1000
+        for r, t in s.sent.items()
+        if s.kinds[r] == kind and stamps.seen.get(r, ("",))[0] == kind
     ]
-    p99s: dict[tuple[str, str], float] = {}
-    for kind, what in (
-        ("prompt", "prompt to an idle agent"),
-        ("steer", f"steer every {gap * 2 * 1000:g} ms while streaming 200 deltas/s"),
-    ):
-        lines.append(f"   {what}:")
-        for s in setups:
-            got = [
-                (stamps.seen[r][1] - t) * 1000
-                for r, t in s.sent.items()
-                if s.kinds[r] == kind and stamps.seen.get(r, ("",))[0] == kind
-            ]
-            wanted = sum(1 for r in s.sent if s.kinds[r] == kind)
-            if not got:
-                lines.append(f"     {s.label:5}: none of {wanted} reached the agent as {kind}")
-                continue
-            p99s[(kind, s.label)] = percentile(got, 99)
-            lines.append(
-                f"     {s.label:5}: n {len(got)}"
-                + (f" (of {wanted})" if len(got) < wanted else "")
-                + f", p50 {percentile(got, 50):.2f} ms, p99 {percentile(got, 99):.2f} ms, "
-                f"max {max(got):.2f} ms, mean {statistics.fmean(got):.2f} ms"
-                + (
-                    f"; bridge's inbound_to_agent mean {prompt_hist[s.label]}"
-                    if kind == "prompt"
-                    else ""
-                )
-            )
-        if (kind, "all") in p99s and (kind, "split") in p99s:
-            added = p99s[(kind, "split")] - p99s[(kind, "all")]
-            lines.append(
-                f"     the Redis hop adds {added:.2f} ms at p99 "
-                f"→ {'PASS' if added <= GOAL_MS else 'FAIL'} (goal ≤ {GOAL_MS:g} ms)"
-            )
-    return lines
+    wanted = sum(1 for r in s.sent if s.kinds[r] == kind)
+    if not got:
+        return f"     {s.label:5}: none of {wanted} reached the agent as {kind}"
+    p99s[(kind, s.label)] = percentile(got, 99)
+    return (
+        f"     {s.label:5}: n {len(got)}"
+        + (f" (of {wanted})" if len(got) < wanted else "")
+        + f", p50 {percentile(got, 50):.2f} ms, p99 {percentile(got, 99):.2f} ms, "
+        f"max {max(got):.2f} ms, mean {statistics.fmean(got):.2f} ms"
+        + (f"; bridge's inbound_to_agent mean {prompt_hist[s.label]}" if kind == "prompt" else "")
+    )
 
 
 # --- 2. spread -----------------------------------------------------------------------------
@@ -457,30 +473,7 @@ async def _spread(
             front_adapter = CountingAdapter(LIMITS, lean=True)
             options = bridge_options(folder / "front", folder / "front-stamps.txt", 1)
             async with frontend(client, store, options, front_adapter) as front:
-                for n in range(workers):
-                    argv = [
-                        sys.executable,
-                        "-m",
-                        "bench.scale",
-                        "--serve-worker",
-                        f"w{n + 1}",
-                        "--redis",
-                        server.url,
-                        "--folder",
-                        str(folder),
-                        "--owned",
-                        str(owned),
-                        "--live",
-                        str(live),
-                    ]
-                    proc = await anyio.open_process(argv, stdin=None, stderr=None, cwd=ROOT)
-                    procs.append(proc)
-                for proc in procs:
-                    assert proc.stdout is not None
-                    with anyio.fail_after(60):
-                        line = await proc.stdout.receive()
-                    if b"ready" not in line:
-                        raise RuntimeError(f"worker said {line!r}")
+                await _start_workers(procs, workers, server.url, folder, owned, live)
                 pids = [int(p.pid) for p in procs]
                 mem_ready = int((await client.info("memory"))["used_memory"])
 
@@ -592,13 +585,47 @@ async def _spread(
                 lines.append(f"   workers ended (exit codes {codes})")
         finally:
             with anyio.CancelScope(shield=True):
-                for proc in procs:
-                    if proc.returncode is None:
-                        proc.kill()
-                        await proc.wait()
+                await _kill_left(procs)
                 await client.aclose()
                 await store.aclose()
     return lines
+
+
+async def _start_workers(
+    procs: list[Any], workers: int, url: str, folder: Path, owned: int, live: int
+) -> None:
+    """Start `workers` worker processes (into `procs`, so that they are ended whatever
+    happens) and wait until each says it is ready."""
+    for n in range(workers):
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.scale",
+            "--serve-worker",
+            f"w{n + 1}",
+            "--redis",
+            url,
+            "--folder",
+            str(folder),
+            "--owned",
+            str(owned),
+            "--live",
+            str(live),
+        ]
+        procs.append(await anyio.open_process(argv, stdin=None, stderr=None, cwd=ROOT))
+    for proc in procs:
+        assert proc.stdout is not None
+        with anyio.fail_after(60):
+            line = await proc.stdout.receive()
+        if b"ready" not in line:
+            raise RuntimeError(f"worker said {line!r}")
+
+
+async def _kill_left(procs: list[Any]) -> None:
+    for proc in procs:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
 
 async def lease_holders(client: aioredis.Redis, keys: list[str]) -> dict[str, str]:

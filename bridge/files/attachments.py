@@ -62,25 +62,9 @@ async def fetched(
     said: list[str] = []  # lines for the agent: files that arrived, transcripts
     problems: list[str] = []
     for attachment in inbound.attachments:
-        try:
-            data = await download(attachment, options)
-            if attachment.kind == "image":
-                images.append(Image(data, attachment.mime_type))
-                continue
-            cap = cap_for(attachment, options)
-            where = await _save(await place.workspace(), attachment, data, cap)
-            if attachment.kind == "voice":
-                said += await _heard(attachment, data, where, options, tell)
-            else:
-                said.append(
-                    f"[A file arrived, saved in your workspace as {where} ({_size(len(data))}).]"
-                )
-        except AttachmentRefused as exc:
-            problems.append(str(exc))
-        except TimeoutError:
-            problems.append(f"it did not arrive within {FETCH_TIMEOUT:g} s")
-        except (TooLarge, OSError) as exc:
-            problems.append(f"it could not be saved ({type(exc).__name__})")
+        problem = await _take_in(attachment, options, place, tell, images, said)
+        if problem is not None:
+            problems.append(problem)
     if problems:
         files = any(a.kind != "image" for a in inbound.attachments)
         what = "take your file" if files else "fetch your image"
@@ -90,6 +74,38 @@ async def fetched(
         return None
     text = "\n".join([*said, inbound.text]).strip()
     return replace(inbound, text=text, images=(*inbound.images, *images), attachments=())
+
+
+async def _take_in(
+    attachment: Attachment,
+    options: BridgeOptions,
+    place: Workplace,
+    tell: Callable[[str], None],
+    images: list[Image],
+    said: list[str],
+) -> str | None:
+    """Fetch one attachment: an image joins `images`, a file or voice note is saved and
+    its lines for the agent join `said`. What went wrong, if anything."""
+    try:
+        data = await download(attachment, options)
+        if attachment.kind == "image":
+            images.append(Image(data, attachment.mime_type))
+            return None
+        cap = cap_for(attachment, options)
+        where = await _save(await place.workspace(), attachment, data, cap)
+        if attachment.kind == "voice":
+            said += await _heard(attachment, data, where, options, tell)
+        else:
+            said.append(
+                f"[A file arrived, saved in your workspace as {where} ({_size(len(data))}).]"
+            )
+    except AttachmentRefused as exc:
+        return str(exc)
+    except TimeoutError:
+        return f"it did not arrive within {FETCH_TIMEOUT:g} s"
+    except (TooLarge, OSError) as exc:
+        return f"it could not be saved ({type(exc).__name__})"
+    return None
 
 
 def cap_for(attachment: Attachment, options: BridgeOptions) -> int:

@@ -188,38 +188,55 @@ class _Link:
 def _edits(source: bytes, options: pyromark.Options, *, streamed: bool) -> Iterator[Edit]:
     """What to replace in `source`, in order; links and raw HTML whole, text in runs,
     and in a stream the "[" opening each link reference definition (`_definition`)."""
-    link: _Link | None = None
-    in_code = False
-    seen = 0  # how far the events have read `source`
-    event: Any
+    reader = _Reader(source, streamed)
     markdown = source.decode()
     for event, span in pyromark.events_with_range(markdown, options=options, merge_text=True):
-        start, end = span["start"], span["end"]
+        yield from reader.read(event, span["start"], span["end"])
+    if streamed:
+        yield from _definition(source, reader.seen, len(source))
+
+
+@dataclass
+class _Reader:
+    """Where `_edits` is in the events: inside a link, inside a code block, and how
+    far the events have read `source`."""
+
+    source: bytes
+    streamed: bool
+    link: _Link | None = None
+    in_code: bool = False
+    seen: int = 0
+
+    def read(self, event: Any, start: int, end: int) -> Iterator[Edit]:
+        """The edits one event (spanning `start`..`end` of the source) asks for."""
         opened = event.get("Start") if isinstance(event, dict) else None
-        if streamed and start > seen and link is None and not in_code:
-            yield from _definition(source, seen, start)
-        seen = max(seen, start if opened is not None else end)
+        if self.streamed and start > self.seen and self.link is None and not self.in_code:
+            yield from _definition(self.source, self.seen, start)
+        self.seen = max(self.seen, start if opened is not None else end)
+        link = self.link
         if link is not None:
             if link.ended_by(event):
                 yield link.start, link.end, _shown_link("".join(link.label), link.data)
-                link = None
+                self.link = None
         elif isinstance(opened, dict) and {"Link", "Image"} & opened.keys():
-            link = _Link(start, end, opened.get("Link") or opened["Image"])
-        elif not isinstance(event, dict):
-            continue
-        elif isinstance(opened, dict) and "CodeBlock" in opened:
-            in_code = True  # code shows as written: nothing in it is read
+            self.link = _Link(start, end, opened.get("Link") or opened["Image"])
+        elif isinstance(event, dict):
+            yield from self._outside_links(event, opened, start, end)
+
+    def _outside_links(
+        self, event: dict[str, Any], opened: Any, start: int, end: int
+    ) -> Iterator[Edit]:
+        if isinstance(opened, dict) and "CodeBlock" in opened:
+            self.in_code = True  # code shows as written: nothing in it is read
         elif event.get("End") == "CodeBlock":
-            in_code = False
-        elif "Text" in event and not in_code:
-            yield from _text_edit(source, start, end, event["Text"])
+            self.in_code = False
+        elif "Text" in event and not self.in_code:
+            yield from _text_edit(self.source, start, end, event["Text"])
         elif "InlineHtml" in event or "Html" in event:
             yield start, end, literal(event.get("InlineHtml") or event["Html"])
         elif "InlineMath" in event or "DisplayMath" in event:
             # Shown as code, but telegramify-markdown reads "$5 or $6" as text again.
-            yield start, end, _MENTION.sub("@" + WORD_JOINER, source[start:end].decode())
-    if streamed:
-        yield from _definition(source, seen, len(source))
+            yield start, end, _MENTION.sub("@" + WORD_JOINER, self.source[start:end].decode())
 
 
 def _definition(source: bytes, start: int, end: int) -> Iterator[Edit]:

@@ -188,9 +188,39 @@ def _start(executable: str, argv: list[str], flags: dict[str, str], fds: dict[in
             if os.getppid() != keeper:
                 os._exit(143)
         os.execv(executable, argv)
-    except BaseException as exc:  # the child must never return into our loop
+    except BaseException as exc:  # noqa: BLE001, RUF100 - a forked child must not return
         print(f"cannot start {executable}: {exc}", file=sys.stderr)
     os._exit(127)
+
+
+class _Agent:
+    """The agent as the signal handlers see it: its pid while it runs (0 before and
+    after: never signal pid 0, our group) and whether its end is under way."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.ending = False
+
+    def send(self, sig: signal.Signals) -> None:
+        if self.pid > 0:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, sig)
+
+    def arm(self, _sig: int, _frame: object) -> None:
+        if not self.ending:
+            self.ending = True
+            signal.setitimer(signal.ITIMER_REAL, KILL_AFTER)
+
+    def bridge_died(self, sig: int, frame: object) -> None:
+        self.send(signal.SIGTERM)
+        self.arm(sig, frame)
+
+    def handle_signals(self) -> None:
+        signal.signal(signal.SIGALRM, lambda _sig, _frame: self.send(signal.SIGKILL))
+        signal.signal(signal.SIGTERM, self.arm)
+        signal.signal(signal.SIGHUP, self.arm)
+        signal.signal(signal.SIGINT, self.arm)
+        signal.signal(BRIDGE_DIED, self.bridge_died)
 
 
 def main(args: list[str]) -> int:
@@ -198,50 +228,37 @@ def main(args: list[str]) -> int:
     executable, argv = rest[0], rest[1:]
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    agent = 0  # its pid while it runs; 0 before and after (never signal pid 0: our group)
-    ending = False
-
-    def signal_agent(sig: signal.Signals) -> None:
-        if agent > 0:
-            with contextlib.suppress(OSError):
-                os.kill(agent, sig)
-
-    def arm(_sig: int, _frame: object) -> None:
-        nonlocal ending
-        if not ending:
-            ending = True
-            signal.setitimer(signal.ITIMER_REAL, KILL_AFTER)
-
-    def bridge_died(sig: int, frame: object) -> None:
-        signal_agent(signal.SIGTERM)
-        arm(sig, frame)
-
-    signal.signal(signal.SIGALRM, lambda _sig, _frame: signal_agent(signal.SIGKILL))
-    signal.signal(signal.SIGTERM, arm)
-    signal.signal(signal.SIGHUP, arm)
-    signal.signal(signal.SIGINT, arm)
-    signal.signal(BRIDGE_DIED, bridge_died)
+    agent = _Agent()
+    agent.handle_signals()
     _prctl(PR_SET_PDEATHSIG, BRIDGE_DIED)
     if os.getppid() != bridge:  # the bridge died before the signal was set
         return 143
     if "--pasta" in flags:
-        info, info_in = os.pipe()
-        go_out, go = os.pipe()
-        agent = _start(executable, argv, flags, {NET_INFO_FD: info_in, NET_BLOCK_FD: go_out})
-        for fd in (info_in, go_out):
-            os.close(fd)
-        if not _connect(flags, info, go):
-            signal_agent(signal.SIGKILL)
+        _start_connected(agent, executable, argv, flags)
     else:
-        agent = _start(executable, argv, flags, {})
+        agent.pid = _start(executable, argv, flags, {})
     # The agent alone talks to the bridge: our copies would hide its EOF on stdout.
     for fd in (0, 1):
         os.close(fd)
-    status = _wait_for(agent)
-    agent = 0  # reaped: its pid may be anyone's now
+    status = _wait_for(agent.pid)
+    agent.pid = 0  # reaped: its pid may be anyone's now
     signal.setitimer(signal.ITIMER_REAL, 0)
     sweep(time.monotonic() + SWEEP_TIME)
     return _exit_code(status)
+
+
+def _start_connected(
+    agent: _Agent, executable: str, argv: list[str], flags: dict[str, str]
+) -> None:
+    """Start the agent in bwrap and connect its network; an agent left unconnected is
+    killed. Its pid is the handlers' from the start: a signal meanwhile reaches it."""
+    info, info_in = os.pipe()
+    go_out, go = os.pipe()
+    agent.pid = _start(executable, argv, flags, {NET_INFO_FD: info_in, NET_BLOCK_FD: go_out})
+    for fd in (info_in, go_out):
+        os.close(fd)
+    if not _connect(flags, info, go):
+        agent.send(signal.SIGKILL)
 
 
 def _connect(flags: dict[str, str], info: int, go: int) -> bool:
@@ -265,7 +282,7 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
             null = os.open(os.devnull, os.O_RDWR)
             place({0: null, 1: null})
             os.execv(pasta[0], pasta)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001, RUF100 - a forked child must not return
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
         os._exit(127)
     ports = [int(p) for p in (flags.get("--host-ports") or "").split(",") if p.isdigit()]

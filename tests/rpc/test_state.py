@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -568,59 +568,75 @@ def replay(timeline: Path) -> Replay:
     """Replay `timeline` (both directions, with times): stdout records in order, stdin
     lines as the client's inputs, settle() after the grace, expiry as time passes."""
     folder, name = timeline.parent, timeline.name.removesuffix(".timeline.txt")
-    out = [r for r in (folder / f"{name}.stdout.jsonl").read_bytes().split(b"\n") if r]
-    sent = (folder / f"{name}.stdin.jsonl").read_bytes().split(b"\n")
-    state = RunState(profile=PROFILES[folder.name])
-    changes: list[RunChange] = []
-    prompts: list[bool | None] = []  # per prompt sent: starts a run, None: not ours to track
-    settling_since: float | None = None
+    replayer = _Replayer(
+        RunState(profile=PROFILES[folder.name]),
+        out=[r for r in (folder / f"{name}.stdout.jsonl").read_bytes().split(b"\n") if r],
+        sent=(folder / f"{name}.stdin.jsonl").read_bytes().split(b"\n"),
+    )
     at_close, closed_by = 0.0, "unknown"
-
-    def record(change: RunChange | None) -> None:
-        if change is not None:
-            changes.append(change)
-
-    def time_passes(now: float) -> None:
-        grace_over = settling_since is not None and now >= settling_since + SETTLE_GRACE
-        if state.phase is SETTLING and grace_over:
-            record(state.settle())
-        state.expire_dialogs(now)
-
     for line in timeline.read_text(encoding="utf-8").splitlines():
         if closed := TIMELINE_CLOSE.match(line):
             at_close, closed_by = float(closed[1]), closed[2]
-            continue
-        if not (match := TIMELINE_LINE.match(line)):
-            continue
-        now = float(match[1])
-        time_passes(now)
-        if match[2] == "<":
-            decoded = decode_record(out.pop(0))
-            if isinstance(decoded, Response):
-                if decoded.command == "prompt" and prompts:
-                    starts = prompts.pop(0)
-                    if starts is not None:
-                        record(state.prompt_answered(decoded.success, starts))
-                continue
-            record(state.apply(decoded, now))
-            if state.phase is SETTLING:
-                settling_since = now
-        elif sent and sent[0].decode("utf-8", "replace").startswith(match[3]):
+        elif match := TIMELINE_LINE.match(line):
+            replayer.line(float(match[1]), match[2], match[3])
+    assert replayer.out == [], "every stdout record has its line in the timeline"
+    replayer.time_passes(at_close)
+    return Replay(replayer.state, replayer.changes, at_close, closed_by)
+
+
+@dataclass
+class _Replayer:
+    """`RunState` driven by a recording's lines, as the client drives it."""
+
+    state: RunState
+    out: list[bytes]  # stdout records not replayed yet
+    sent: list[bytes]  # stdin lines not replayed yet
+    changes: list[RunChange] = field(default_factory=list)
+    # Per prompt sent: whether it starts a run; None: not ours to track.
+    prompts: list[bool | None] = field(default_factory=list)
+    settling_since: float | None = None
+
+    def record(self, change: RunChange | None) -> None:
+        if change is not None:
+            self.changes.append(change)
+
+    def time_passes(self, now: float) -> None:
+        since = self.settling_since
+        if self.state.phase is SETTLING and since is not None and now >= since + SETTLE_GRACE:
+            self.record(self.state.settle())
+        self.state.expire_dialogs(now)
+
+    def line(self, now: float, direction: str, text: str) -> None:
+        self.time_passes(now)
+        if direction == "<":
+            self.received(now)
+        elif self.sent and self.sent[0].decode("utf-8", "replace").startswith(text):
             # A timeline line that is no prefix of the next stdin line is the second
             # half of a command written in two parts.
-            command = _json_object(sent.pop(0))
-            if command.get("type") == "prompt":
-                if command.get("streamingBehavior") is None and state.prompt_sent():
-                    record(STARTED)
-                    text = str(command.get("message", ""))
-                    prompts.append(text[1:].split(" ")[0] not in EXTENSION_COMMANDS)
-                else:
-                    prompts.append(None)
-            elif command.get("type") == "extension_ui_response":
-                state.dialog_answered(str(command["id"]))
-    assert out == [], "every stdout record has its line in the timeline"
-    time_passes(at_close)
-    return Replay(state, changes, at_close, closed_by)
+            self.wrote(_json_object(self.sent.pop(0)))
+
+    def received(self, now: float) -> None:
+        decoded = decode_record(self.out.pop(0))
+        if isinstance(decoded, Response):
+            if decoded.command == "prompt" and self.prompts:
+                starts = self.prompts.pop(0)
+                if starts is not None:
+                    self.record(self.state.prompt_answered(decoded.success, starts))
+            return
+        self.record(self.state.apply(decoded, now))
+        if self.state.phase is SETTLING:
+            self.settling_since = now
+
+    def wrote(self, command: dict[str, Any]) -> None:
+        if command.get("type") == "prompt":
+            if command.get("streamingBehavior") is None and self.state.prompt_sent():
+                self.record(STARTED)
+                text = str(command.get("message", ""))
+                self.prompts.append(text[1:].split(" ")[0] not in EXTENSION_COMMANDS)
+            else:
+                self.prompts.append(None)
+        elif command.get("type") == "extension_ui_response":
+            self.state.dialog_answered(str(command["id"]))
 
 
 def _json_object(line: bytes) -> dict[str, Any]:

@@ -244,12 +244,7 @@ class FakeLLM:
         stream = bool(body.get("stream"))
         record = RequestRecord(body, text, images, keyword, step, stream=stream)
 
-        failed = self._failures.get((index, step), 0)
-        if failed < reply.fail_times:
-            self._failures[(index, step)] = failed + 1
-            record.status = 500
-        elif reply.status != 200:
-            record.status = reply.status
+        record.status = self._status(index, step, reply)
         await self._record(record)
         if record.status != 200:
             message = reply.error_message or _default_error_message(record.status)
@@ -258,26 +253,40 @@ class FakeLLM:
         completion = _Completion(body, reply)
         if not stream:
             return web.json_response(completion.whole())
+        return await _streamed(request, completion, reply, record)
 
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
-        try:
-            await response.prepare(request)
-            first = True
-            for chunk, pause in completion.chunks():
-                if pause and not first and reply.delay > 0:
-                    await asyncio.sleep(reply.delay)
-                first = first and not pause
-                await response.write(_sse(chunk))
-            await response.write(b"data: [DONE]\n\n")
-            await response.write_eof()
-        except (ConnectionError, asyncio.CancelledError) as exc:
-            # The agent aborted and closed the connection: nothing to report.
-            record.disconnected = True
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-        return response
+    def _status(self, index: int, step: int, reply: Reply) -> int:
+        """500 while the reply's `fail_times` for this step last, then its own status."""
+        failed = self._failures.get((index, step), 0)
+        if failed < reply.fail_times:
+            self._failures[(index, step)] = failed + 1
+            return 500
+        return reply.status
+
+
+async def _streamed(
+    request: web.Request, completion: _Completion, reply: Reply, record: RequestRecord
+) -> web.StreamResponse:
+    """The completion as server-sent events, pausing `reply.delay` where it pauses."""
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    try:
+        await response.prepare(request)
+        first = True
+        for chunk, pause in completion.chunks():
+            if pause and not first and reply.delay > 0:
+                await asyncio.sleep(reply.delay)
+            first = first and not pause
+            await response.write(_sse(chunk))
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+    except (ConnectionError, asyncio.CancelledError) as exc:
+        # The agent aborted and closed the connection: nothing to report.
+        record.disconnected = True
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+    return response
 
 
 def _done() -> Reply:

@@ -803,37 +803,42 @@ def _unmark_v2(raw: str) -> str:
     open_: list[str] = []  # the entities open, innermost last
     i = 0
     while i < len(raw):
-        char = raw[i]
-        if char == "\\" and i + 1 < len(raw):
-            out.append(raw[i + 1])
-            i += 2
-        elif raw.startswith("```", i):
-            i = _code_end(raw, _line_end(raw, i + 3), "```", out)
-        elif char == "`":
-            i = _code_end(raw, i + 1, "`", out)
-        elif char in "*~" or raw.startswith(("__", "||"), i) or char == "_":
-            marker = raw[i : i + 2] if raw.startswith(("__", "||"), i) else char
-            _toggle(open_, marker)
-            i += len(marker)
-        elif char == "[":
-            open_.append("[")
-            i += 1
-        elif char == "]" and open_ and open_[-1] == "[" and raw.startswith("](", i):
-            open_.pop()
-            i = _link_end(raw, i + 2)
-        elif char == ">" and (i == 0 or raw[i - 1] == "\n"):
-            i += 1  # a quote
-        elif char in _RESERVED:
-            raise bad_request(
-                f"can't parse entities: Character '{char}' is reserved and must be escaped "
-                "with the preceding '\\'"
-            )
-        else:
-            out.append(char)
-            i += 1
+        i = _read_v2(raw, i, out, open_)
     if open_:
         raise bad_request(f"can't parse entities: can't find end of the entity {open_[-1]!r}")
     return "".join(out)
+
+
+def _read_v2(raw: str, i: int, out: list[str], open_: list[str]) -> int:
+    """Read what starts at `i` (an escape, code, an entity's marker, a character) into
+    `out` and `open_`; the index after it."""
+    char = raw[i]
+    if char == "\\" and i + 1 < len(raw):
+        out.append(raw[i + 1])
+        return i + 2
+    if raw.startswith("```", i):
+        return _code_end(raw, _line_end(raw, i + 3), "```", out)
+    if char == "`":
+        return _code_end(raw, i + 1, "`", out)
+    if char in "*~_" or raw.startswith("||", i):
+        marker = raw[i : i + 2] if raw.startswith(("__", "||"), i) else char
+        _toggle(open_, marker)
+        return i + len(marker)
+    if char == "[":
+        open_.append("[")
+        return i + 1
+    if char == "]" and open_ and open_[-1] == "[" and raw.startswith("](", i):
+        open_.pop()
+        return _link_end(raw, i + 2)
+    if char == ">" and (i == 0 or raw[i - 1] == "\n"):
+        return i + 1  # a quote
+    if char in _RESERVED:
+        raise bad_request(
+            f"can't parse entities: Character '{char}' is reserved and must be escaped "
+            "with the preceding '\\'"
+        )
+    out.append(char)
+    return i + 1
 
 
 def _toggle(open_: list[str], marker: str) -> None:
