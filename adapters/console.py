@@ -51,13 +51,12 @@ from bridge.model import (
     Inbound,
     Keyboard,
     Markup,
-    MessageGone,
     MessageRef,
-    NotModified,
     PlatformLimits,
     ReactionState,
     Sender,
 )
+from bridge.platform import MessageGone, NotModified
 from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:

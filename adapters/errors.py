@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Final
 
-from bridge.model import PlatformError, RateLimited
+from bridge.platform import PlatformError, RateLimited
 
 Kind = type[PlatformError]
 Rules = Sequence[tuple[str, Kind]]

@@ -65,8 +65,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Coroutine
     from concurrent.futures import Future
 
-    from bridge.model import Adapter
     from bridge.options import BridgeOptions
+    from bridge.platform import Adapter
     from bridge.service import Bridge
     from tests.support.fake_telegram import FakeTelegram
 

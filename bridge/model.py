@@ -1,17 +1,17 @@
 """The bridge's platform-neutral vocabulary: what comes in, what goes out.
 
 Adapters translate platform updates into `Inbound` and carry out `Op`s through
-the small `Adapter` protocol; everything between (router, renderer, outbox,
-supervisor) speaks only these types. Messages the renderer creates are named by
-a `slot` (a string the renderer chooses, e.g. ``"tool:call_1"``); the outbox
+the platform interface (`bridge.platform`: the `Adapter` protocol, its optional
+capabilities and the `PlatformError` tree); everything between (router, renderer,
+outbox, supervisor) speaks only these types. Messages the renderer creates are named
+by a `slot` (a string the renderer chooses, e.g. ``"tool:call_1"``); the outbox
 maps slots to the platform's message refs, so the renderer stays pure.
-Platform failures arrive as the small `PlatformError` tree, never SDK types.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -256,7 +256,7 @@ class React:
 Op = Send | Edit | Delete | Upload | AnswerPress | React
 
 
-# --- platform limits and the adapter ----------------------------------------------------
+# --- platform limits -------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,94 +296,6 @@ class PlatformLimits:
         if chat.is_group and self.group_chat_rate is not None:
             return self.group_chat_rate
         return self.chat_rate
-
-
-class InboundHandler(Protocol):
-    """What a platform's runner hands each converted inbound to (the bridge)."""
-
-    async def handle(self, inbound: Inbound) -> None: ...
-
-    def undecodable(self) -> None:
-        """An update the runner could not read (the platform's library or our converter
-        failed on it) was confirmed to the platform and skipped."""
-
-
-class Formatter(Protocol):
-    """Markdown → the platform's markup, split into messages of at most `limit`."""
-
-    def __call__(self, markdown: str, limit: int) -> list[str]: ...
-
-
-class Adapter(Protocol):
-    """What the bridge needs from a platform. Implementations translate SDK errors
-    into `PlatformError` subclasses."""
-
-    @property
-    def limits(self) -> PlatformLimits: ...
-
-    def format(self, markdown: str, limit: int) -> list[str]: ...
-
-    async def send(
-        self,
-        chat: ChatRef,
-        text: str,
-        *,
-        markup: Markup = "plain",
-        buttons: Keyboard = (),
-        force_reply: bool = False,
-        silent: bool = False,
-    ) -> MessageRef: ...
-
-    async def edit(
-        self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
-    ) -> None: ...
-
-    async def delete(self, ref: MessageRef) -> None: ...
-
-    async def upload(
-        self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
-    ) -> MessageRef: ...
-
-    async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None: ...
-
-    async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None: ...
-
-
-# --- platform errors ---------------------------------------------------------------------
-
-
-class PlatformError(Exception):
-    """A platform call failed; `permanent` says whether retrying can help."""
-
-    permanent = True
-
-
-class RateLimited(PlatformError):
-    permanent = False
-
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(f"rate limited, retry after {retry_after:g} s")
-        self.retry_after = retry_after
-
-
-class NotModified(PlatformError):
-    """An edit to the text the message already has: counts as success."""
-
-
-class BadFormatting(PlatformError):
-    """The platform could not parse the markup: resend as plain text."""
-
-
-class MessageGone(PlatformError):
-    """The message to edit or delete no longer exists."""
-
-
-class TooLong(PlatformError):
-    """The text is over the platform's limit despite the renderer's split."""
-
-
-class TransientError(PlatformError):
-    permanent = False
 
 
 BusyPolicy = Literal["steer", "follow_up", "ask"]

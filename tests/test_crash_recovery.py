@@ -16,8 +16,9 @@ import anyio
 import pytest
 
 from bridge.conversation.supervisor import LiveRuns
-from bridge.model import Button, ChatRef, Delete, Edit, MessageGone, PlatformLimits, React, Send
+from bridge.model import Button, ChatRef, Delete, Edit, PlatformLimits, React, Send
 from bridge.outbox import Outbox
+from bridge.platform import MessageGone
 from bridge.render.status import CRASHED, retire_after_crash, run_is_live
 from bridge.service import Bridge
 from bridge.store import LiveRunRecord, open_store

@@ -4,7 +4,7 @@ Messages go into the conversation's thread with unfurling off (tool output is
 full of links). Buttons that carry a `Form` are remembered by token (in memory,
 bounded), so a press on one can open the form as a modal at once (`open_form`:
 the press's trigger_id expires in 3 s). slack_sdk errors never leave this
-module: they become the `bridge.model.PlatformError` tree (`failures.py`),
+module: they become the `bridge.platform.PlatformError` tree (`failures.py`),
 `raise … from exc`. The client is built by the caller (with `base_url` for
 tests); this class only calls it.
 
@@ -43,12 +43,11 @@ from bridge.model import (
     ChatRef,
     Keyboard,
     Markup,
-    MessageGone,
     MessageRef,
-    PlatformError,
     PlatformLimits,
     ReactionState,
 )
+from bridge.platform import MessageGone, PlatformError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -96,7 +95,8 @@ _REACTION_DONE = frozenset({"already_reacted", "no_reaction"})
 
 
 class SlackAdapter:
-    """Implements `bridge.model.Adapter` for one Slack workspace."""
+    """`bridge.platform.Adapter` for one Slack workspace, with the capabilities
+    `Streaming`, `DirectMessages` and `Forms`."""
 
     def __init__(
         self,
@@ -181,7 +181,7 @@ class SlackAdapter:
                 channel=ref.chat.chat_id, ts=ref.message_id, text=fallback, blocks=blocks
             )
 
-    # --- streams (bridge.outbox.streams.Streaming) -----------------------------------------
+    # --- streams (bridge.platform.Streaming) ------------------------------------------------
 
     def streams_in(self, chat: ChatRef) -> bool:
         # A stream is a reply in a thread (chat.startStream takes a thread_ts): a

@@ -25,6 +25,7 @@ from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
 if TYPE_CHECKING:
     from collections.abc import Container, Mapping
 
+KEY_PREFIX = "slack:"  # what Slack's conversation keys start with
 ACTION_PREFIX = "pi_bridge:"  # action_id prefix of the bridge's buttons
 # "@bot stop" is a command; "@bot help me with X" is a prompt, so other control
 # words count only when they are the whole message.
@@ -61,7 +62,7 @@ class Converted:
 
 
 def thread_key(team: str, channel: str, thread_ts: str) -> str:
-    return f"slack:{team}:{channel}:{thread_ts}"
+    return f"{KEY_PREFIX}{team}:{channel}:{thread_ts}"
 
 
 def is_dm(channel: str) -> bool:
@@ -70,7 +71,7 @@ def is_dm(channel: str) -> bool:
 
 
 def dm_key(team: str, channel: str) -> str:
-    return f"slack:{team}:{channel}"
+    return f"{KEY_PREFIX}{team}:{channel}"
 
 
 def team_of(key: str) -> str:

@@ -1,4 +1,4 @@
-"""Slack Web API failures as the bridge's error tree (`bridge.model.PlatformError`).
+"""Slack Web API failures as the bridge's error tree (`bridge.platform.PlatformError`).
 
 Error codes are matched whole (`adapters.errors.classify`); a 429 or 5xx status
 decides first; transport failures are transient.
@@ -13,15 +13,15 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters import errors
-from bridge.model import (
+from bridge.platform import (
     BadFormatting,
     MessageGone,
     PlatformError,
     RateLimited,
+    StreamEnded,
     TooLong,
     TransientError,
 )
-from bridge.outbox.streams import StreamEnded
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from bridge.model import PlatformError
+from bridge.platform import PlatformError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable

@@ -36,6 +36,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.malformed import counting_malformed
+from adapters.probe import post_json
 from adapters.slack.adapter import LIMITS, SlackAdapter
 from adapters.slack.convert import (
     ACTION_PREFIX,
@@ -47,10 +48,12 @@ from adapters.slack.convert import (
 )
 from adapters.slack.forms import CALLBACK_ID, from_submission
 from adapters.slack.groups import UserGroups
+from adapters.slack.scopes import scope_note
 from adapters.slack.slash import COMMAND, USAGE, as_inbound, from_command, root_text
 from adapters.slack.transport import acknowledging, serve
 from bridge.admission import ADMIT_TRIES, refusal, retry_delay, until_taken
-from bridge.model import Attachment, PlatformError, Sender
+from bridge.model import Attachment, Sender
+from bridge.platform import PlatformError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
@@ -60,7 +63,8 @@ if TYPE_CHECKING:
     from adapters.slack.convert import Identity
     from adapters.slack.settings import SlackSettings
     from adapters.slack.slash import SlashTask
-    from bridge.model import Inbound, InboundHandler
+    from bridge.model import Inbound
+    from bridge.platform import InboundHandler
     from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -172,11 +176,15 @@ class Intake:
         for attempt in range(1, ADMIT_TRIES + 1):
             try:
                 return await self.owns(key)
-            except Exception as exc:
+            except Exception as exc:  # whatever the store's backend raises
+                if attempt == ADMIT_TRIES:
+                    log.exception(
+                        "thread %s left unanswered: the store could not say whether it is ours",
+                        key,
+                    )
+                    break
                 log.warning("store failed looking up %s (try %d): %s", key, attempt, exc)
-                if attempt < ADMIT_TRIES:
-                    await anyio.sleep(retry_delay(attempt))
-        log.error("thread %s left unanswered: the store could not say whether it is ours", key)
+                await anyio.sleep(retry_delay(attempt))
         return False
 
     async def _channel_allowed(self, inbound: Inbound) -> bool:
@@ -332,6 +340,25 @@ def build_adapter(settings: SlackSettings) -> SlackAdapter:
         limits=limits,
         stream=settings.streaming == "stream",
     )
+
+
+async def check(settings: SlackSettings) -> str:
+    """`pi-bridge check`: Slack takes the bot token (auth.test) and it has the scopes
+    the bridge needs; how answers will appear."""
+    url = settings.api_base_url.rstrip("/") + "/auth.test"
+    headers = {"Authorization": f"Bearer {settings.bot_token}"}
+    body, answer = await post_json(url, settings.bot_token, headers=headers)
+    if not body.get("ok"):
+        raise RuntimeError(f"auth.test refused the bot token: {body.get('error', 'unknown')}")
+    mode = "Socket Mode" if settings.socket_mode else "HTTP mode"
+    who = body.get("user") or body.get("user_id")
+    found = f"auth.test accepted the bot token (team {body.get('team')}, bot {who}; {mode})"
+    answers = (
+        "answers stream natively (chat.startStream) in threads and DMs"
+        if settings.streaming == "stream"
+        else 'answers appear by editing (streaming = "edit")'
+    )
+    return f"{found}{scope_note(answer)}; {answers}"
 
 
 async def run_slack(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Mapping
 
 # Without these the bridge does not work on Slack.
 REQUIRED: dict[str, str] = {
@@ -37,3 +37,19 @@ def lacking(granted: Collection[str]) -> tuple[list[str], list[str]]:
         [s for s in REQUIRED if s not in granted],
         [s for s in OPTIONAL if s not in granted],
     )
+
+
+def scope_note(headers: Mapping[str, str]) -> str:
+    """What the token's scopes (Slack's `x-oauth-scopes` answer header) lack, as a
+    note ("" when nothing); raises when a required scope is missing."""
+    granted = headers.get("x-oauth-scopes")
+    if granted is None:
+        return ""  # not reported: nothing to compare
+    required, optional = lacking({s.strip() for s in granted.split(",")})
+    reinstall = "add them to the app (deploy/slack-app-manifest.yaml) and reinstall it"
+    if required:
+        raise RuntimeError(f"the bot token lacks the scopes {', '.join(required)}: {reinstall}")
+    if not optional:
+        return ""
+    features = ", ".join(f"{s} ({OPTIONAL[s]})" for s in optional)
+    return f"; without {features}: {reinstall}"

@@ -35,14 +35,12 @@ from telegram.warnings import PTBDeprecationWarning
 
 from adapters import errors
 from adapters.telegram.format import format_markdown, plain
-from bridge.model import (
+from bridge.model import ChatRef, MessageRef, PlatformLimits
+from bridge.platform import (
     BadFormatting,
-    ChatRef,
     MessageGone,
-    MessageRef,
     NotModified,
     PlatformError,
-    PlatformLimits,
     RateLimited,
     TooLong,
     TransientError,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 Json = Mapping[str, Any]
 
+KEY_PREFIX = "tg:"  # what Telegram's conversation keys start with
 PHOTO_MIME = "image/jpeg"  # Telegram re-encodes every photo size as JPEG
 # Telegram sends "/start" (with a deep-link payload, if any) when a user opens the bot:
 # a greeting, not a prompt for the agent. It becomes "/help", answered by the bridge.
@@ -82,7 +83,8 @@ def chat_ref(message: Json) -> ChatRef:
 
 
 def conversation_key(chat: ChatRef) -> str:
-    return f"tg:{chat.chat_id}" if chat.thread_id is None else f"tg:{chat.chat_id}:{chat.thread_id}"
+    where = chat.chat_id if chat.thread_id is None else f"{chat.chat_id}:{chat.thread_id}"
+    return f"{KEY_PREFIX}{where}"
 
 
 def sender(user: Json | None) -> Sender:

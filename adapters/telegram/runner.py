@@ -43,6 +43,7 @@ from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
 from adapters.malformed import counting_malformed, skip_unreadable
+from adapters.probe import post_json
 from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from adapters.telegram.settings import TelegramSettings
-    from bridge.model import Adapter, Inbound, InboundHandler
+    from bridge.model import Inbound
+    from bridge.platform import Adapter, InboundHandler
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,27 @@ def make_bot(settings: TelegramSettings) -> Bot:
     )
 
 
+def build_adapter(settings: TelegramSettings, bot: Bot | None = None) -> TelegramAdapter:
+    """The bot's adapter (no call made yet)."""
+    return TelegramAdapter(bot or make_bot(settings), drafts=settings.streaming == "draft")
+
+
+async def check(settings: TelegramSettings) -> str:
+    """`pi-bridge check`: Telegram takes the token (getMe); how answers will stream."""
+    url = f"{settings.base_url}{settings.token}/getMe"
+    body, _ = await post_json(url, settings.token)
+    result = body.get("result")
+    if not body.get("ok") or not isinstance(result, dict):
+        raise RuntimeError(f"getMe refused: {body.get('description', 'no reason given')}")
+    streaming = (
+        "answers stream as drafts in private chats (sendMessageDraft; by editing in groups "
+        "and topics, and in any chat that refuses a draft)"
+        if settings.streaming == "draft"
+        else 'answers stream by editing a sent message (streaming = "edit")'
+    )
+    return f"getMe accepted the token (@{result.get('username')}); {streaming}"
+
+
 async def serve(
     settings: TelegramSettings,
     # (adapter, bot_name) → e.g. `Bridge(adapter, store, options, bot_name=bot_name)`
@@ -102,7 +125,7 @@ async def serve(
     await bot.initialize()  # getMe: fails fast on a bad token
     try:
         me = Me(bot.id, bot.username, settings.group_trigger)
-        adapter = TelegramAdapter(bot, drafts=settings.streaming == "draft")
+        adapter = build_adapter(settings, bot)
         if settings.webhook_url:
             await _serve_webhook(settings, bot, me, adapter, bridge_factory, stop)
         else:
@@ -230,7 +253,8 @@ class Delivery:
             if not isinstance(raw, dict):
                 raise TypeError(f"an update is an object, not {type(raw).__name__}")
             return Update.de_json(raw, self.bot)
-        except Exception as exc:
+        # Whatever PTB raises on it, one update must not stop the others (`Delivery`).
+        except Exception as exc:  # noqa: BLE001, RUF100 (RUF100: while BLE is not selected)
             skip_unreadable(f"telegram update {update_id(raw)}", exc, self.undecodable)
             return None
 

@@ -2,14 +2,16 @@
 
 One line per check, ✓ or ✗: the sandbox starts, the agent answers get_state (in a
 throwaway data dir, sandboxed as it will serve), the store opens, and each
-configured platform accepts its credentials (Slack's scopes are compared with what
-the bridge needs). With projects configured, git is on PATH and each project's path
-is the top of a git work tree (loading the file does no I/O; this is where it is asked).
+configured platform accepts its credentials (its runner's `check`: Slack's compares
+the token's scopes with what the bridge needs). With projects configured, git is on
+PATH and each project's path is the top of a git work tree (loading the file does no
+I/O; this is where it is asked).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import secrets
 import shutil
@@ -22,14 +24,17 @@ import anyio
 from bridge.app.platforms import open_platforms
 from bridge.app.run import SandboxUnavailable, one_line
 from bridge.containment.sandbox import contain, described, parts_missing, probe
+from bridge.projects.git import WorktreeError
 from bridge.projects.worktrees import is_repository
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable
 
     from bridge.app.config import Loaded
     from bridge.logs import TextOut
     from bridge.options import BridgeOptions, Transcription
+
+log = logging.getLogger("bridge.cli")
 
 CHECK_TIMEOUT = 30.0  # one check (an agent's first start can take a few seconds)
 
@@ -45,10 +50,7 @@ async def check(loaded: Loaded, out: TextOut) -> int:
         ("agent", lambda: _check_agent(loaded.options)),
         ("store", lambda: _check_store(loaded)),
     ]
-    if loaded.telegram is not None:
-        checks.append(("telegram", lambda: _check_telegram(loaded)))
-    if loaded.slack is not None:
-        checks.append(("slack", lambda: _check_slack(loaded)))
+    checks += [(platform.name, platform.check) for platform in loaded.served]
     service = loaded.options.transcribe
     if service is not None:
         checks.append(("transcription", lambda: _check_transcription(service)))
@@ -60,7 +62,8 @@ async def check(loaded: Loaded, out: TextOut) -> int:
         except TimeoutError:
             failed += 1
             say(out, False, f"{name}: no answer within {CHECK_TIMEOUT:g} s")
-        except Exception as exc:
+        except Exception as exc:  # whatever failed, it is this check's ✗ line
+            log.debug("check %s failed", name, exc_info=True)
             failed += 1
             say(out, False, f"{name}: {one_line(exc)}")
         else:
@@ -104,7 +107,7 @@ async def _check_projects(options: BridgeOptions, out: TextOut) -> int:
                     problem = "is not a git repository (its top directory)"
         except TimeoutError:
             problem = f"git gave no answer within {CHECK_TIMEOUT:g} s"
-        except Exception as exc:  # git itself failed (WorktreeError: a broken installation)
+        except (WorktreeError, OSError) as exc:  # git itself failed: a broken installation
             problem = f"cannot be checked: {one_line(exc)}"
         if problem is not None:
             failed += 1
@@ -163,78 +166,3 @@ async def _check_transcription(service: Transcription) -> str:
     if response.status_code in (401, 403):
         raise RuntimeError(f"{url} refused the key (HTTP {response.status_code})")
     return f"{url} answers (HTTP {response.status_code} to a request without a clip)"
-
-
-async def _platform_call(
-    url: str, secret: str, **kwargs: object
-) -> tuple[dict[str, object], Mapping[str, str]]:
-    """The JSON body of a POST to `url`, and the answer's headers."""
-    import aiohttp
-
-    timeout = aiohttp.ClientTimeout(total=CHECK_TIMEOUT)
-    try:
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as session,
-            session.post(url, **kwargs) as response,  # type: ignore[arg-type]
-        ):
-            body = await response.json(content_type=None)
-            headers = response.headers  # aiohttp's: names stay case-insensitive
-    except (aiohttp.ClientError, ValueError) as exc:
-        # Telegram puts the token in the URL, and client errors quote URLs.
-        raise RuntimeError(str(exc).replace(secret, "***")) from None
-    if not isinstance(body, dict):
-        raise RuntimeError(f"unexpected answer (HTTP {response.status})")
-    return body, headers
-
-
-async def _check_telegram(loaded: Loaded) -> str:
-    settings = loaded.telegram
-    assert settings is not None
-    body, _ = await _platform_call(f"{settings.base_url}{settings.token}/getMe", settings.token)
-    result = body.get("result")
-    if not body.get("ok") or not isinstance(result, dict):
-        raise RuntimeError(f"getMe refused: {body.get('description', 'no reason given')}")
-    streaming = (
-        "answers stream as drafts in private chats (sendMessageDraft; by editing in groups "
-        "and topics, and in any chat that refuses a draft)"
-        if settings.streaming == "draft"
-        else 'answers stream by editing a sent message (streaming = "edit")'
-    )
-    return f"getMe accepted the token (@{result.get('username')}); {streaming}"
-
-
-async def _check_slack(loaded: Loaded) -> str:
-    settings = loaded.slack
-    assert settings is not None
-    url = settings.api_base_url.rstrip("/") + "/auth.test"
-    headers = {"Authorization": f"Bearer {settings.bot_token}"}
-    body, answer = await _platform_call(url, settings.bot_token, headers=headers)
-    if not body.get("ok"):
-        raise RuntimeError(f"auth.test refused the bot token: {body.get('error', 'unknown')}")
-    mode = "Socket Mode" if settings.socket_mode else "HTTP mode"
-    who = body.get("user") or body.get("user_id")
-    found = f"auth.test accepted the bot token (team {body.get('team')}, bot {who}; {mode})"
-    return found + _scope_note(answer) + "; " + _answers_note(settings.streaming)
-
-
-def _answers_note(streaming: str) -> str:
-    if streaming == "stream":
-        return "answers stream natively (chat.startStream) in threads and DMs"
-    return 'answers appear by editing (streaming = "edit")'
-
-
-def _scope_note(headers: Mapping[str, str]) -> str:
-    """What the token's scopes (Slack's `x-oauth-scopes` answer header) lack."""
-    from adapters.slack.scopes import OPTIONAL, lacking
-
-    granted = headers.get("x-oauth-scopes")
-    if granted is None:
-        return ""  # not reported: nothing to compare
-    required, optional = lacking({s.strip() for s in granted.split(",")})
-    reinstall = "add them to the app (deploy/slack-app-manifest.yaml) and reinstall it"
-    if required:
-        raise RuntimeError(f"the bot token lacks the scopes {', '.join(required)}: {reinstall}")
-    if not optional:
-        return ""
-    features = ", ".join(f"{s} ({OPTIONAL[s]})" for s in optional)
-    return f"; without {features}: {reinstall}"

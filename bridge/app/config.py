@@ -23,18 +23,15 @@ import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from adapters.slack.settings import SlackSettings
+from adapters.telegram.settings import TelegramSettings
 from bridge.app.environment import SECRETS, env_tree
-from bridge.app.platforms import (
-    open_platforms,
-    open_to_everyone,
-    slack_settings,
-    telegram_settings,
-)
+from bridge.app.platforms import configured, open_platforms, open_to_everyone
 from bridge.app.projects_config import chat_project, project_options
 from bridge.app.schema import Config, LimitsSection
 from bridge.approvals.policy import check_patterns
@@ -54,8 +51,7 @@ from bridge.rpc.env import SecretInAgentEnv, agent_environment
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from adapters.slack.settings import SlackSettings
-    from adapters.telegram.settings import TelegramSettings
+    from bridge.app.platforms import Configured
 
 # Importers of these names from here predate the split into modules.
 __all__ = ["Config", "ConfigError", "LimitsSection", "Loaded", "load_config", "open_platforms"]
@@ -63,6 +59,8 @@ __all__ = ["Config", "ConfigError", "LimitsSection", "Loaded", "load_config", "o
 log = logging.getLogger(__name__)
 
 DEFAULT_FILE = "pi-bridge.toml"
+
+X = TypeVar("X")
 
 
 class ConfigError(Exception):
@@ -80,12 +78,24 @@ class Loaded:
     config: Config
     source: Path | None  # the TOML file read, if any
     options: BridgeOptions
-    telegram: TelegramSettings | None
-    slack: SlackSettings | None
+    served: tuple[Configured, ...] = ()  # the configured platforms, with their settings
 
     @property
     def platforms(self) -> tuple[str, ...]:
-        return tuple(name for name, s in (("telegram", self.telegram), ("slack", self.slack)) if s)
+        return tuple(platform.name for platform in self.served)
+
+    def settings(self, kind: type[X]) -> X | None:
+        """The settings of the configured platform whose settings are a `kind`."""
+        return next((p.settings for p in self.served if isinstance(p.settings, kind)), None)
+
+    # For readers that know which platform they mean (tests); the app loops over `served`.
+    @property
+    def telegram(self) -> TelegramSettings | None:
+        return self.settings(TelegramSettings)
+
+    @property
+    def slack(self) -> SlackSettings | None:
+        return self.settings(SlackSettings)
 
 
 def config_path(env: Mapping[str, str], cwd: Path) -> Path | None:
@@ -257,10 +267,7 @@ def _build(
     patterns = config.approvals.patterns
     problems += [f"{name('approvals', 'patterns')}: {p}" for p in check_patterns(patterns or [])]
 
-    telegram = telegram_settings(config.telegram, problems)
-    if telegram is not None and config.telegram and config.telegram.paced_for_groups is not None:
-        log.warning("telegram.paced_for_groups is no longer used: groups are paced per chat")
-    slack = slack_settings(config.slack, problems)
+    served = configured(config, problems)
     problems += open_to_everyone(config)
     if problems or argv is None:
         raise ConfigError(problems)
@@ -296,7 +303,7 @@ def _build(
         chats=chats,
         projects=projects,
     )
-    return Loaded(config, path, options, telegram, slack)
+    return Loaded(config, path, options, served)
 
 
 def _transcription(config: Config, env: Mapping[str, str]) -> Transcription | None:

@@ -2,10 +2,12 @@
 
 A frontend serves each configured platform as `--role all` does, but its bridges
 forward what they admit (`bridge.scale.frontend.Forwarder`) and make the workers'
-platform calls (`bridge.scale.calls.CallServer`); Telegram long polling runs in
-one frontend at a time, by lease. A worker runs a `Bridge` per platform whose
-adapter is remote (`RemoteAdapter`: pure parts local, calls through a frontend)
-and whose conversations come and go with their leases (`bridge.scale.worker`).
+platform calls (`bridge.scale.calls.CallServer`); a platform that long-polls
+(Telegram without a webhook) polls in one frontend at a time, by lease. A worker
+runs a `Bridge` per platform whose adapter is remote (`RemoteAdapter`: pure parts
+local, calls through a frontend) and whose conversations come and go with their
+leases (`bridge.scale.worker`). What differs per platform is its descriptor's
+(`bridge.app.platforms`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ import functools
 import logging
 import secrets
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import redis.asyncio as aioredis
 
 from bridge.app import serving
-from bridge.app.platforms import for_platform
+from bridge.platform import Forms
 from bridge.scale.calls import CallServer
 from bridge.scale.forms import SharedForms
 from bridge.scale.frontend import Forwarder, while_polling
@@ -38,8 +40,9 @@ if TYPE_CHECKING:
 
     from bridge.app.config import Loaded
     from bridge.app.metrics import Counted, Metrics
-    from bridge.model import Adapter
+    from bridge.app.platforms import Configured
     from bridge.options import BridgeOptions
+    from bridge.platform import Adapter
     from bridge.scale.stats import ScaleStats
     from bridge.store.base import Store
 
@@ -63,8 +66,6 @@ async def scale_redis(url: str) -> AsyncIterator[tuple[aioredis.Redis, str]]:
 async def frontend(
     loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event, stats: ScaleStats
 ) -> None:
-    from adapters.slack.adapter import SlackAdapter
-
     instance = f"{socket.gethostname()}-{secrets.token_hex(3)}"
     stats.role, stats.name = "frontend", instance
     ttl = loaded.config.worker.lease_ttl
@@ -74,42 +75,42 @@ async def frontend(
 
         @contextlib.asynccontextmanager
         async def make(
-            platform: str, adapter: Adapter, options: BridgeOptions, **kw: Any
+            platform: Configured, adapter: Adapter, options: BridgeOptions, bot_name: str
         ) -> AsyncIterator[Counted]:
-            if "bot_name" in kw:  # workers route group mentions by it; only frontends learn it
-                await client.set(identity_key(prefix, platform), kw["bot_name"], ex=IDENTITY_TTL)
+            if platform.traits.learns_name:  # workers route group mentions by it
+                await client.set(identity_key(prefix, platform.name), bot_name, ex=IDENTITY_TTL)
             forward = Forwarder(client, prefix, options, stats, store)
             calls = CallServer(
-                client, prefix, platform, adapter, instance, leases.current_token, stats, forms
+                client, prefix, platform.name, adapter, instance, leases.current_token, stats, forms
             )
-            if isinstance(adapter, SlackAdapter):  # a press may come to any frontend
+            if isinstance(adapter, Forms):  # a press may come to any frontend
                 adapter.forms_elsewhere = forms.find
-            async with (
-                Bridge(adapter, store, options, forward=forward, **kw) as bridge,
-                anyio.create_task_group() as tg,
-            ):
+            bridge = Bridge(
+                adapter,
+                store,
+                options,
+                bot_name=bot_name,
+                prefixes=platform.traits.commands,
+                forward=forward,
+            )
+            async with bridge, anyio.create_task_group() as tg:
                 await tg.start(calls.run)
-                yield metrics.counting(platform, bridge)
+                yield metrics.counting(platform.name, bridge)
                 tg.cancel_scope.cancel()
 
-        telegram = loaded.telegram
-        gate = None
-        if telegram is not None and not telegram.webhook_url:
-            gate = functools.partial(while_polling, client, prefix, instance, ttl, stats)
         async with anyio.create_task_group() as tg:
-            if telegram is not None:
-                tg.start_soon(serving.telegram, loaded, stopping, make, gate)
-            if loaded.slack is not None:
-                tg.start_soon(serving.slack, loaded, store, stopping, make)
+            for platform in loaded.served:
+                gate = None
+                if platform.polls:  # one frontend at a time, by lease
+                    gate = functools.partial(
+                        while_polling, client, prefix, instance, ttl, stats, platform=platform.name
+                    )
+                tg.start_soon(serving.serve, platform, loaded.options, store, stopping, make, gate)
 
 
 async def worker(
     loaded: Loaded, store: Store, metrics: Metrics, stopping: anyio.Event, stats: ScaleStats
 ) -> None:
-    from adapters.slack.runner import PREFIXES, build_adapter
-    from adapters.telegram.adapter import TelegramAdapter
-    from adapters.telegram.runner import make_bot
-
     section = loaded.config.worker
     settings = WorkerSettings(
         name=section.name or socket.gethostname(),
@@ -125,36 +126,22 @@ async def worker(
             await tg.start(link.run)
             async with contextlib.AsyncExitStack() as stack:
                 bridges: list[Bridge] = []
-                tg_settings, slack_settings = loaded.telegram, loaded.slack
-                if tg_settings is not None:
-                    bot_name = await _identity(client, prefix, "telegram", stopping)
-                    local = TelegramAdapter(
-                        make_bot(tg_settings), drafts=tg_settings.streaming == "draft"
-                    )
-                    options = for_platform(
-                        loaded.options, "tg:", tg_settings.allowed_users, tg_settings.approvers
-                    )
-                    remote = RemoteAdapter(local, link, "telegram", worker.fence)
+                for platform in loaded.served:
+                    bot_name = ""
+                    if platform.traits.learns_name:
+                        bot_name = await _identity(client, prefix, platform.name, stopping)
+                    remote = RemoteAdapter(platform.adapter(), link, platform.name, worker.fence)
                     bridge = Bridge(
-                        remote, store, options, bot_name=bot_name, shared=True, taken=worker.taken
+                        remote,
+                        store,
+                        platform.options(loaded.options),
+                        bot_name=bot_name,
+                        prefixes=platform.traits.commands,
+                        shared=True,
+                        taken=worker.taken,
                     )
                     bridges.append(await stack.enter_async_context(bridge))
-                    metrics.counting("telegram", bridge)
-                if slack_settings is not None:
-                    options = for_platform(
-                        loaded.options,
-                        "slack:",
-                        slack_settings.allowed_users,
-                        slack_settings.approvers,
-                    )
-                    remote = RemoteAdapter(
-                        build_adapter(slack_settings), link, "slack", worker.fence
-                    )
-                    bridge = Bridge(
-                        remote, store, options, prefixes=PREFIXES, shared=True, taken=worker.taken
-                    )
-                    bridges.append(await stack.enter_async_context(bridge))
-                    metrics.counting("slack", bridge)
+                    metrics.counting(platform.name, bridge)
                 worker.bridges = bridges
                 await tg.start(worker.run)
                 log.info(

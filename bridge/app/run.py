@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import secrets
@@ -24,7 +25,7 @@ import anyio
 
 from bridge.app import serving
 from bridge.app.metrics import Metrics, serve_metrics
-from bridge.app.platforms import for_platform, open_platforms
+from bridge.app.platforms import PLATFORMS, for_platform, open_platforms
 from bridge.containment.agent_user import KEPT_ROOT
 from bridge.containment.sandbox import make_undumpable, parts_missing, probe
 
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
     from adapters.console import ConsoleAdapter
     from bridge.app.config import Loaded
     from bridge.app.metrics import Counted
+    from bridge.app.platforms import Configured
     from bridge.app.serving import MakeBridge
-    from bridge.model import Adapter
     from bridge.options import BridgeOptions
+    from bridge.platform import Adapter
     from bridge.store.base import Store
 
 log = logging.getLogger("bridge.cli")
@@ -55,7 +57,8 @@ async def serve(loaded: Loaded, *, console: bool, stdin: TextIO | None = None) -
         )
     role = loaded.config.role
     if role != "all" and (console or not loaded.platforms):
-        raise ValueError(f"a {role} serves Telegram or Slack: configure at least one of them")
+        names = " or ".join(p.name for p in PLATFORMS)
+        raise ValueError(f"a {role} serves a chat platform ({names}): configure at least one")
     if role != "frontend":  # a frontend runs no agent
         _contain_agents(options)
     store = await open_store(loaded.config.store, options.data_dir)
@@ -72,11 +75,11 @@ async def serve(loaded: Loaded, *, console: bool, stdin: TextIO | None = None) -
     elif console or not loaded.platforms:
         tasks["console"] = lambda: _console(options, store, metrics, stopping, stdin or sys.stdin)
     else:
-        make = _plain(store, metrics)
-        if loaded.telegram is not None:
-            tasks["telegram"] = lambda: serving.telegram(loaded, stopping, make)
-        if loaded.slack is not None:
-            tasks["slack"] = lambda: serving.slack(loaded, store, stopping, make)
+        make = plain_bridges(store, metrics)
+        for platform in loaded.served:
+            tasks[platform.name] = functools.partial(
+                serving.serve, platform, options, store, stopping, make
+            )
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_signals, stopping)
@@ -186,16 +189,17 @@ async def _lines(source: TextIO) -> AsyncIterator[str]:
         yield buffer.decode("utf-8", "replace")
 
 
-def _plain(store: Store, metrics: Metrics) -> MakeBridge:
+def plain_bridges(store: Store, metrics: Metrics) -> MakeBridge:
     """`--role all`'s bridges: each does everything for its platform."""
     from bridge.service import Bridge
 
     @contextlib.asynccontextmanager
     async def make(
-        platform: str, adapter: Adapter, options: BridgeOptions, **kw: Any
+        platform: Configured, adapter: Adapter, options: BridgeOptions, bot_name: str
     ) -> AsyncIterator[Counted]:
-        async with Bridge(adapter, store, options, **kw) as bridge:
-            yield metrics.counting(platform, bridge)
+        commands = platform.traits.commands
+        async with Bridge(adapter, store, options, bot_name=bot_name, prefixes=commands) as bridge:
+            yield metrics.counting(platform.name, bridge)
 
     return make
 

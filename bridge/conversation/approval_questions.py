@@ -23,7 +23,7 @@ import dataclasses
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -39,6 +39,7 @@ from bridge.approvals import (
 )
 from bridge.files.posting import ExportRefused, read_inside
 from bridge.model import Edit, Form, Send, Upload
+from bridge.platform import DirectMessages
 from bridge.render import DialogChoice
 from bridge.render.textbits import clip, code_block, delay
 from bridge.store.records import AuditEntry
@@ -64,14 +65,6 @@ MAX_READ = 2 * 2**20  # bytes of a file read for a preview
 ARGS_CHARS = 600  # of another tool's arguments (mode "all")
 GRANTED = "allowed by an earlier Always allow"
 REASON_FORM = Form("Why not? Your answer goes to the agent.", multiline=True)
-
-
-@runtime_checkable
-class DirectMessages(Protocol):
-    """An adapter that can write to a person directly (Telegram: their private chat
-    with the bot; Slack: the app's direct message with them)."""
-
-    async def direct_chat(self, user_id: str) -> ChatRef | None: ...
 
 
 class Host(Protocol):

@@ -12,9 +12,10 @@ from bridge.stats import Stats
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Adapter, Inbound
+    from bridge.model import Inbound
     from bridge.options import BridgeOptions
     from bridge.outbox import Outbox
+    from bridge.platform import Adapter
     from bridge.store.base import Store
 
 

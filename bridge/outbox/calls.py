@@ -2,7 +2,8 @@
 
 Ops marked `draft` go as drafts (`drafts.py`) or as native streams (`streams.py`)
 where the chat takes them, and a run's ops as its stream (`runs.py`); every other
-op, and every fallback, is the ordinary call of its kind.
+op, and every fallback, is the ordinary call of its kind: `call_of` says which, and
+`bridge.platform.perform` makes it, as a frontend makes a worker's (bridge/scale/).
 """
 
 from __future__ import annotations
@@ -10,29 +11,22 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from bridge.model import (
-    AnswerPress,
-    Delete,
-    Edit,
-    MessageGone,
-    PlatformError,
-    React,
-    Send,
-    Upload,
-)
+from bridge.model import AnswerPress, Delete, Edit, MessageRef, React, Send, Upload
 from bridge.outbox.drafts import draft_id
 from bridge.outbox.refusals import is_refusal
 from bridge.outbox.runs import run_streamed
-from bridge.outbox.streams import StreamEnded, extension, markdown_of, pieces
+from bridge.outbox.streams import extension, markdown_of, pieces
+from bridge.platform import MessageGone, PlatformCall, PlatformError, StreamEnded, perform
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Adapter, MessageRef, PlatformLimits
+    from bridge.model import ChatRef, Op, PlatformLimits
     from bridge.outbox.drafts import Drafts
     from bridge.outbox.lanes import Entry
     from bridge.outbox.slots import Placed, SlotMap
-    from bridge.outbox.streams import Streaming, Streams
+    from bridge.outbox.streams import Streams
+    from bridge.platform import Adapter, Streaming
 
 
 # The conversation a platform call is made for, for an adapter that must say whose it
@@ -70,11 +64,8 @@ async def _call(
     streams: Streams,
 ) -> None:
     op = entry.op
-    if isinstance(op, AnswerPress):
-        await adapter.answer_press(op.press_id, op.text, alert=op.alert)
-        return
-    if isinstance(op, React):
-        await adapter.react(entry.chat, op.message_id, op.state)
+    if isinstance(op, AnswerPress | React):
+        await perform(adapter, call_of(op, entry.chat))
         return
     slots = slot_map(entry.key)  # only ops on messages: a press makes no map
     if await run_streamed(entry, slots, clock, streams, adapter.limits):
@@ -85,35 +76,65 @@ async def _call(
     if not in_run and await _streamed(adapter, entry, slots, clock, streams):
         return
     entry.drafted = isinstance(op, Send) and op.draft and await _drafted(entry, op, drafts)
-    if entry.drafted:
-        return
-    if isinstance(op, Send):
-        ref = await adapter.send(
-            entry.chat,
-            op.text,
-            markup=op.markup,
-            buttons=op.buttons,
-            force_reply=op.force_reply,
-            silent=op.silent,
-        )
-        slots.bind(op.slot, ref, clock())
-    elif isinstance(op, Upload):
-        ref = await adapter.upload(entry.chat, op.filename, op.data, caption=op.caption)
-        slots.bind(op.slot, ref, clock())
-    elif (placed := slots.get(op.slot)) is None:
+    if not entry.drafted:
+        await _ordinary(adapter, entry, op, slots, clock)
+
+
+async def _ordinary(
+    adapter: Adapter,
+    entry: Entry,
+    op: Send | Edit | Delete | Upload,
+    slots: SlotMap,
+    clock: Callable[[], float],
+) -> None:
+    """The ordinary call of `op`: a Send or Upload binds its slot to the new message,
+    a Delete forgets it, an Edit stamps when the message was written."""
+    placed = None
+    if isinstance(op, Edit | Delete) and (placed := slots.get(op.slot)) is None:
         raise MessageGone(f"slot {op.slot!r} has no message")  # the worker prevents this
-    elif isinstance(op, Edit):
-        try:
-            await adapter.edit(placed.ref, op.text, markup=op.markup, buttons=op.buttons)
-        finally:
+    try:
+        made = await perform(adapter, call_of(op, entry.chat, placed.ref if placed else None))
+    finally:
+        if isinstance(op, Edit) and placed is not None:
             # The platform times the edit somewhere between our call and its answer;
             # counting the interval from the answer keeps the next edit far enough
             # behind it whatever the network or our event loop delayed (a refused
             # edit counts too). bench/telegram_load.py drew 429s counting from the call.
             placed.written_at = clock()
-    else:
-        await adapter.delete(placed.ref)
+    if isinstance(op, Send | Upload):
+        if not isinstance(made, MessageRef):
+            raise PlatformError(f"{type(op).__name__.lower()}: the platform named no message")
+        slots.bind(op.slot, made, clock())
+    elif isinstance(op, Delete):
         slots.forget(op.slot)
+
+
+def call_of(op: Op, chat: ChatRef, ref: MessageRef | None = None) -> PlatformCall:
+    """The platform call that carries out `op` in `chat`; `ref`: the message of the
+    op's slot (an Edit's, a Delete's)."""
+    match op:
+        case Send():
+            return PlatformCall(
+                "send",
+                chat=chat,
+                text=op.text,
+                markup=op.markup,
+                buttons=op.buttons,
+                force_reply=op.force_reply,
+                silent=op.silent,
+            )
+        case Edit():
+            return PlatformCall("edit", ref=ref, text=op.text, markup=op.markup, buttons=op.buttons)
+        case Delete():
+            return PlatformCall("delete", ref=ref)
+        case Upload():
+            return PlatformCall(
+                "upload", chat=chat, filename=op.filename, data=op.data, text=op.caption
+            )
+        case AnswerPress():
+            return PlatformCall("answer_press", press_id=op.press_id, text=op.text, alert=op.alert)
+        case React():
+            return PlatformCall("react", chat=chat, message_id=op.message_id, state=op.state)
 
 
 async def _drafted(entry: Entry, op: Send, drafts: Drafts) -> bool:

@@ -16,16 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from bridge.model import (
-    AnswerPress,
-    Delete,
-    Edit,
-    MessageGone,
-    PlatformError,
-    RateLimited,
-    React,
-    Send,
-)
+from bridge.model import AnswerPress, Delete, Edit, React, Send
 from bridge.outbox.calls import call
 from bridge.outbox.coalesce import absorb, catch_up
 from bridge.outbox.drafts import Drafts
@@ -36,13 +27,15 @@ from bridge.outbox.runs import held
 from bridge.outbox.slots import SlotMap
 from bridge.outbox.stats import OutboxStats
 from bridge.outbox.streams import Streams
+from bridge.platform import MessageGone, PlatformError, RateLimited
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Collection, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
 
-    from bridge.model import Adapter, ChatRef, MessageRef, Op, PlatformLimits
+    from bridge.model import ChatRef, MessageRef, Op, PlatformLimits
+    from bridge.platform import Adapter
 
     # Told of each op carried out: (conversation key, chat, op, its message or None).
     Observer = Callable[[str, ChatRef, Op, MessageRef | None], Awaitable[None]]

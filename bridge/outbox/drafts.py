@@ -8,28 +8,16 @@ edits from then on (`refusals.py`).
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from bridge.outbox.refusals import Refusals
+from bridge.platform import Drafting
 
 if TYPE_CHECKING:
-    from bridge.model import Adapter, ChatRef, Markup
+    from bridge.model import ChatRef
+    from bridge.platform import Adapter
 
 _MAX_ID = 2**31 - 1  # Telegram ids are signed 32-bit where not said otherwise
-
-
-@runtime_checkable
-class Drafting(Protocol):
-    """An adapter that can show a growing text as an ephemeral draft (Telegram's
-    `sendMessageDraft`). The outbox uses it for ops marked `draft` in chats where
-    `drafts_in` says so, and falls back to sending and editing, per chat, once a
-    draft is refused."""
-
-    def drafts_in(self, chat: ChatRef) -> bool: ...
-
-    async def draft(
-        self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
-    ) -> None: ...
 
 
 class Drafts(Refusals):

@@ -14,7 +14,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from bridge.model import AnswerPress, Delete, Edit, PlatformError, React, Send, Upload
+from bridge.model import AnswerPress, Delete, Edit, React, Send, Upload
+from bridge.platform import PlatformError
 
 if TYPE_CHECKING:
     from bridge.model import ChatRef, Op

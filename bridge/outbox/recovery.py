@@ -12,24 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bridge.model import (
+from bridge.model import Delete, Edit, Send, Upload
+from bridge.outbox.pacing import TRANSIENT_BACKOFF
+from bridge.platform import (
     BadFormatting,
-    Delete,
-    Edit,
     MessageGone,
     NotModified,
     RateLimited,
-    Send,
     TooLong,
     TransientError,
-    Upload,
 )
-from bridge.outbox.pacing import TRANSIENT_BACKOFF
 from bridge.render.textbits import clip
 
 if TYPE_CHECKING:
-    from bridge.model import Op, PlatformError, PlatformLimits
+    from bridge.model import Op, PlatformLimits
     from bridge.outbox.slots import SlotMap
+    from bridge.platform import PlatformError
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bridge.model import BadFormatting, RateLimited, TooLong, TransientError
+from bridge.platform import BadFormatting, RateLimited, TooLong, TransientError
 
 if TYPE_CHECKING:
-    from bridge.model import ChatRef, PlatformError
+    from bridge.model import ChatRef
+    from bridge.platform import PlatformError
 
 log = logging.getLogger("bridge.outbox")
 _NOT_REFUSALS = (RateLimited, TransientError, BadFormatting, TooLong)

@@ -27,10 +27,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bridge.model import Delete, Edit, MessageGone, PlatformError, Send
+from bridge.model import Delete, Edit, Send
 from bridge.outbox.recovery import as_send
 from bridge.outbox.refusals import is_refusal
-from bridge.outbox.streams import RunStream, StreamEnded, extension, markdown_of, pieces
+from bridge.outbox.streams import RunStream, extension, markdown_of, pieces
+from bridge.platform import MessageGone, PlatformError, StreamEnded
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
     from bridge.model import PlatformLimits, Task
     from bridge.outbox.lanes import Entry
     from bridge.outbox.slots import SlotMap
-    from bridge.outbox.streams import Streaming, Streams
+    from bridge.outbox.streams import Streams
+    from bridge.platform import Streaming
 
 log = logging.getLogger(__name__)
 

@@ -25,44 +25,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 import anyio
 
-from bridge.model import MessageGone
 from bridge.outbox.pacing import Budget
 from bridge.outbox.refusals import Refusals
+from bridge.platform import Streaming
 from bridge.render.textbits import disarmed, sealed, settled
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable
 
-    from bridge.model import Adapter, ChatRef, Edit, MessageRef, PlatformLimits, Send, Task
-
-
-@runtime_checkable
-class Streaming(Protocol):
-    """An adapter that can stream a growing Markdown text into one message."""
-
-    def streams_in(self, chat: ChatRef) -> bool: ...
-
-    async def start_stream(
-        self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
-    ) -> MessageRef: ...
-
-    async def append_stream(
-        self, ref: MessageRef, markdown: str, tasks: Sequence[Task] = ()
-    ) -> None: ...
-
-    async def stop_stream(self, ref: MessageRef, markdown: str) -> None: ...
-
-    async def set_status(self, chat: ChatRef, text: str) -> None:
-        """The line under a thread saying what the agent does ("" clears it)."""
-
-
-class StreamEnded(MessageGone):
-    """The message no longer streams (ended by the platform or its reader); it is
-    still there, as an ordinary message."""
+    from bridge.model import ChatRef, Edit, MessageRef, PlatformLimits, Send, Task
+    from bridge.platform import Adapter
 
 
 @dataclass

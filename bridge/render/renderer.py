@@ -45,7 +45,8 @@ from bridge.rpc.content import AssistantMessage, UserMessage
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Formatter, Op, PlatformLimits
+    from bridge.model import Op, PlatformLimits
+    from bridge.platform import Formatter
     from bridge.render.choices import Choice, DialogChoice, PickerOption
     from bridge.rpc.agent_event import AgentEvent
 

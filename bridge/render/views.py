@@ -17,7 +17,7 @@ from bridge.model import Delete, Edit, Keyboard, Markup, Op, PlatformLimits, Sen
 from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:
-    from bridge.model import Formatter
+    from bridge.platform import Formatter
     from bridge.render.choices import TokenBook
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from bridge.platform import MEMBER
+
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
@@ -48,9 +50,6 @@ end
 return 0
 """
 
-# Calls that are no chat message: platforms count them only against the whole bot.
-UNCOUNTED_IN_CHAT = frozenset({"answer_press", "react", "direct_chat", "set_status"})
-
 
 @dataclass(frozen=True)
 class Bucket:
@@ -73,7 +72,8 @@ class Budgets:
     def buckets(self, limits: PlatformLimits, method: str, chat: ChatRef | None) -> list[Bucket]:
         """The buckets a call takes from: the platform's always, its chat's for a message."""
         out = [Bucket.at(f"{self._prefix}all", limits.global_rate)]
-        if chat is not None and method not in UNCOUNTED_IN_CHAT:
+        # A call that is no chat message (`Member.in_chat`) counts only against the bot.
+        if chat is not None and MEMBER[method].in_chat:
             rate = limits.chat_rate_in(chat)
             out.append(Bucket.at(f"{self._prefix}chat:{chat.chat_id}", rate))
         return [b for b in out if b.rate > 0]

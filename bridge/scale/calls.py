@@ -8,6 +8,11 @@ call is made by one frontend) and its answer comes back on the worker's own repl
 stream. The outbox makes one call at a time per chat, so a chat's order holds
 whichever frontends make its calls.
 
+The frontend makes each call through `bridge.platform.perform`, as the outbox makes
+its own: the platform interface's table (`bridge.platform.MEMBERS`) says what a call
+is, which capability it needs (an adapter without it refuses the call) and whether
+it counts against its chat's budget.
+
 A call is acknowledged as soon as a frontend reads it: it is made at most once. A
 call whose answer does not come within `CALL_TIMEOUT` is a `TransientError` to the
 outbox (which retries), and a frontend never makes a call past its deadline, so a
@@ -26,18 +31,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from redis.exceptions import RedisError
 
-from bridge.model import ChatRef, MessageRef, PlatformError
+from bridge.platform import PlatformError, perform
 from bridge.scale.budget import Budgets
 from bridge.scale.groups import Backoff, ensure_group
-from bridge.scale.wire import Answer, Call, Fenced, failed
+from bridge.scale.wire import Answer, Call, Fenced, answered, failed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     import redis.asyncio as aioredis
     from anyio.abc import TaskStatus
 
-    from bridge.model import Adapter
+    from bridge.platform import Adapter
     from bridge.scale.forms import SharedForms
     from bridge.scale.stats import ScaleStats
 
@@ -65,7 +70,7 @@ class CallServer:
         platform: str,
         adapter: Adapter,
         instance: str,
-        fence_of: Callable[[str], Any],
+        fence_of: Callable[[str], Awaitable[int]],
         stats: ScaleStats,
         forms: SharedForms | None = None,
     ) -> None:
@@ -73,7 +78,7 @@ class CallServer:
         self._stream = calls_stream(prefix, platform)
         self._adapter = adapter
         self._instance = instance
-        self._fence_of = fence_of  # key → awaitable current token
+        self._fence_of = fence_of  # key → its current fencing token
         self._budgets = Budgets(client, prefix, platform)
         self._stats = stats
         self._forms = forms
@@ -153,7 +158,7 @@ class CallServer:
         already; `Fenced`: another worker owns its conversation now; False: make it."""
         if call.deadline and time.time() > call.deadline:
             return None
-        if call.key and int(await self._fence_of(call.key)) != call.fence:
+        if call.key and await self._fence_of(call.key) != call.fence:
             return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
         return False
 
@@ -167,7 +172,7 @@ class CallServer:
         if (refused := await self._refused(call)) is not False:
             return refused
         try:
-            answer = await perform(self._adapter, call)
+            answer = answered(call.id, await perform(self._adapter, call.platform_call))
             if self._forms is not None and call.buttons:
                 # Its press may reach another frontend: the form must be found there.
                 with contextlib.suppress(RedisError):
@@ -178,48 +183,3 @@ class CallServer:
         except Exception as exc:  # the adapter's bug: the worker's outbox drops the op
             log.exception("platform call %s failed", call.method)
             return failed(call.id, PlatformError(f"{type(exc).__name__}: {exc}"))
-
-
-async def perform(adapter: Adapter, call: Call) -> Answer:
-    """Make `call` through `adapter`."""
-    a: Any = adapter  # streams, drafts and direct messages are optional capabilities
-    ref: MessageRef | None = None
-    chat: ChatRef | None = None
-    match call.method:
-        case "send":
-            assert call.chat is not None
-            ref = await adapter.send(
-                call.chat,
-                call.text,
-                markup=call.markup,
-                buttons=call.buttons,
-                force_reply=call.force_reply,
-                silent=call.silent,
-            )
-        case "edit":
-            assert call.ref is not None
-            await adapter.edit(call.ref, call.text, markup=call.markup, buttons=call.buttons)
-        case "delete":
-            assert call.ref is not None
-            await adapter.delete(call.ref)
-        case "upload":
-            assert call.chat is not None
-            ref = await adapter.upload(call.chat, call.filename, call.data, caption=call.text)
-        case "answer_press":
-            await adapter.answer_press(call.press_id, call.text, alert=call.alert)
-        case "react":
-            assert call.chat is not None
-            await adapter.react(call.chat, call.message_id, call.state)
-        case "start_stream":
-            ref = await a.start_stream(call.chat, call.text, call.tasks)
-        case "append_stream":
-            await a.append_stream(call.ref, call.text, call.tasks)
-        case "stop_stream":
-            await a.stop_stream(call.ref, call.text)
-        case "set_status":
-            await a.set_status(call.chat, call.text)
-        case "draft":
-            await a.draft(call.chat, call.draft_id, call.text, markup=call.markup)
-        case "direct_chat":
-            chat = await a.direct_chat(call.user_id) if hasattr(a, "direct_chat") else None
-    return Answer(id=call.id, ref=ref, chat=chat)

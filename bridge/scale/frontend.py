@@ -1,5 +1,5 @@
 """A frontend's part: admitted inbounds onto their conversation's stream, and the
-Telegram poller run only while this frontend holds the polling lease.
+long poll (Telegram's) run only while this frontend holds the platform's polling lease.
 
 `Forwarder.deliver` fetches the inbound's files (only a frontend can: the URLs need
 the platform's token), then one Lua script marks its delivery id seen, adds it to
@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 from bridge.files.attachments import download
 from bridge.model import AttachmentRefused, ChatRef
 from bridge.scale.lease import Held, Leases
-from bridge.scale.names import POLL_LEASE, claims_stream, inbound_stream, seen_key
+from bridge.scale.names import claims_stream, inbound_stream, poll_lease, seen_key
 from bridge.scale.wire import Carried, envelope
 
 if TYPE_CHECKING:
@@ -110,8 +110,8 @@ class Forwarder:
             data = await download(attachment, self._options)
         except AttachmentRefused as exc:
             refused = str(exc)
-        except Exception as exc:  # the worker tells the sender it could not be had
-            log.warning("fetching an attachment failed: %s", exc)
+        except Exception:  # the platform's, whatever it is: the sender is told
+            log.warning("fetching an attachment failed", exc_info=True)
             refused = "it could not be fetched from the platform"
         return Carried(
             attachment.kind,
@@ -131,28 +131,30 @@ async def while_polling(
     ttl: float,
     stats: ScaleStats,
     poll: Callable[[], Awaitable[None]],
+    *,
+    platform: str = "telegram",
 ) -> None:
-    """Run `poll` only while this frontend holds the polling lease; cancelled, let
-    the lease go so another frontend polls at once."""
-    leases = Leases(client, prefix)
+    """Run `poll`, the platform's long poll, only while this frontend holds its
+    polling lease; cancelled, let the lease go so another frontend polls at once."""
+    leases, lease, name = Leases(client, prefix), poll_lease(platform), platform.capitalize()
     while True:
         try:
-            held = await leases.claim(POLL_LEASE, holder, ttl, indexed=False)
+            held = await leases.claim(lease, holder, ttl, indexed=False)
         except RedisError as exc:
             stats.redis_errors += 1
-            log.warning("could not ask for the Telegram polling lease: %s", exc)
+            log.warning("could not ask for the %s polling lease: %s", name, exc)
             held = None
         if held is None:
             await anyio.sleep(ttl / 3)
             continue
-        log.info("polling Telegram (lease token %d)", held.token)
+        log.info("polling %s (lease token %d)", name, held.token)
         stats.polling = True
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_poll_then_cancel, poll, tg.cancel_scope)
                 await _keep(leases, held, ttl, stats)
                 tg.cancel_scope.cancel()
-            log.warning("lost the Telegram polling lease; another frontend polls now")
+            log.warning("lost the %s polling lease; another frontend polls now", name)
         finally:
             stats.polling = False
             with anyio.CancelScope(shield=True), anyio.move_on_after(2), suppress(RedisError):
@@ -175,6 +177,6 @@ async def _keep(leases: Leases, held: Held, ttl: float, stats: ScaleStats) -> No
             confirmed = anyio.current_time()
         except RedisError as exc:
             stats.redis_errors += 1
-            log.warning("could not renew the Telegram polling lease: %s", exc)
+            log.warning("could not renew the polling lease %s: %s", held.name, exc)
             if anyio.current_time() - confirmed > ttl * 2 / 3:
                 return  # it may lapse before Redis answers again: stop polling first

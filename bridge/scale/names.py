@@ -2,7 +2,7 @@
 
 in:<key>          stream: a conversation's admitted inbounds (group "owner")
 claims            stream: keys of conversations that had no owner (group "workers")
-lease:<name>      string: the holder of a conversation's (or poll:telegram's) lease
+lease:<name>      string: the holder of a conversation's (or poll:<platform>'s) lease
 fence:<name>      counter: the lease's fencing token
 lapse             sorted set: conversation leases by when they lapse
 seen:<event id>   string with a TTL: a delivery id forwarded once
@@ -16,7 +16,14 @@ from __future__ import annotations
 
 OWNER = "owner"  # consumer group of a conversation's inbound stream
 WORKERS = "workers"  # consumer group of the claims stream
-POLL_LEASE = "poll:telegram"
+
+
+def poll_lease(platform: str) -> str:
+    """The lease of a platform's long poll: one frontend at a time takes its updates."""
+    return f"poll:{platform}"
+
+
+POLL_LEASE = poll_lease("telegram")  # Telegram's (without a webhook, it long-polls)
 
 
 def scale_prefix(store_prefix: str) -> str:

@@ -1,11 +1,16 @@
 """A worker's side of its platform calls: `RemoteAdapter`, whose calls a frontend
 makes (`calls.py`), and `CallLink`, which sends them and reads their answers.
 
-The worker's outbox is the ordinary one; only its adapter is remote. A call waits
-`CALL_TIMEOUT` for its answer, then is a `TransientError` to the outbox (which
-retries); a frontend never makes a call past its deadline, so the retry is never a
-second copy. Every call names its conversation (`bridge.outbox.calls.CALLING`) and
-this worker's fencing token for it, which the frontend checks.
+The worker's outbox is the ordinary one; only its adapter is remote. `RemoteAdapter`
+is the platform interface (`bridge.platform`) as its table lists it: each member
+that is a call becomes a `PlatformCall` a frontend makes, each member answered
+locally is the local adapter's (a copy of the platform's own adapter that never
+connects), and whether a chat streams or drafts is the local adapter's answer when
+`isinstance` finds it has the capability. A call waits `CALL_TIMEOUT` for its
+answer, then is a `TransientError` to the outbox (which retries); a frontend never
+makes a call past its deadline, so the retry is never a second copy. Every call
+names its conversation (`bridge.outbox.calls.CALLING`) and this worker's fencing
+token for it, which the frontend checks.
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from redis.exceptions import RedisError
 
-from bridge.model import ChatRef, MessageRef, PlatformError, TransientError
 from bridge.outbox.calls import CALLING
-from bridge.outbox.drafts import Drafting
-from bridge.outbox.streams import Streaming
+from bridge.platform import (
+    Drafting,
+    PlatformCall,
+    PlatformError,
+    Streaming,
+    TransientError,
+)
 from bridge.scale.calls import BLOCK_MS, CALL_TIMEOUT, STREAM_CAP, calls_stream
 from bridge.scale.groups import Backoff
-from bridge.scale.wire import Answer, Call, Fenced, raise_for
+from bridge.scale.wire import Answer, Call, Fenced, carried, raise_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -33,7 +42,16 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
     from anyio.abc import TaskStatus
 
-    from bridge.model import Adapter, Keyboard, Markup, PlatformLimits, ReactionState, Task
+    from bridge.model import (
+        ChatRef,
+        Keyboard,
+        Markup,
+        MessageRef,
+        PlatformLimits,
+        ReactionState,
+        Task,
+    )
+    from bridge.platform import Adapter
     from bridge.scale.stats import ScaleStats
 
 log = logging.getLogger(__name__)
@@ -119,9 +137,11 @@ class CallLink:
 
 
 class RemoteAdapter:
-    """`Adapter` (with streams, drafts and direct messages) whose calls a frontend
-    makes; what needs no platform (limits, formatting, which chats stream) is the
-    local adapter's."""
+    """`Adapter` with every capability of `bridge.platform`: its calls a frontend
+    makes, the rest (limits, formatting, which chats stream or draft) the local
+    adapter answers. A frontend whose platform lacks a capability refuses its calls
+    (`bridge.platform.Member.lacking`); the outbox never makes them, since the local
+    adapter, of the same platform, says no chat streams or drafts."""
 
     def __init__(
         self,
@@ -134,6 +154,8 @@ class RemoteAdapter:
         self._link = link
         self._platform = platform
         self._fence = fence  # conversation key → this worker's token for it (0: none)
+
+    # --- answered here ---------------------------------------------------------------------
 
     @property
     def limits(self) -> PlatformLimits:
@@ -150,28 +172,7 @@ class RemoteAdapter:
         local = self._local
         return isinstance(local, Drafting) and local.drafts_in(chat)
 
-    async def _call(self, method: Any, **args: Any) -> Answer:
-        key = CALLING.get()
-        fence = self._fence(key) if key else 0
-        if key and fence == 0:
-            raise Fenced(f"{key} is not this worker's")
-        call = Call(
-            id=secrets.token_hex(8),
-            method=method,
-            key=key,
-            fence=fence,
-            deadline=time.time() + CALL_TIMEOUT,
-            **args,
-        )
-        answer = await self._link.call(self._platform, call)
-        raise_for(answer)
-        return answer
-
-    async def _ref(self, method: Any, **args: Any) -> MessageRef:
-        answer = await self._call(method, **args)
-        if answer.ref is None:
-            raise PlatformError(f"{method}: the frontend's answer has no message")
-        return answer.ref
+    # --- made by a frontend ----------------------------------------------------------------
 
     async def send(
         self,
@@ -184,57 +185,88 @@ class RemoteAdapter:
         silent: bool = False,
     ) -> MessageRef:
         return await self._ref(
-            "send",
-            chat=chat,
-            text=text,
-            markup=markup,
-            buttons=buttons,
-            force_reply=force_reply,
-            silent=silent,
+            PlatformCall(
+                "send",
+                chat=chat,
+                text=text,
+                markup=markup,
+                buttons=buttons,
+                force_reply=force_reply,
+                silent=silent,
+            )
         )
 
     async def edit(
         self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
     ) -> None:
-        await self._call("edit", ref=ref, text=text, markup=markup, buttons=buttons)
+        await self._call(PlatformCall("edit", ref=ref, text=text, markup=markup, buttons=buttons))
 
     async def delete(self, ref: MessageRef) -> None:
-        await self._call("delete", ref=ref)
+        await self._call(PlatformCall("delete", ref=ref))
 
     async def upload(
         self, chat: ChatRef, filename: str, data: bytes, *, caption: str = ""
     ) -> MessageRef:
-        return await self._ref("upload", chat=chat, filename=filename, data=data, text=caption)
+        call = PlatformCall("upload", chat=chat, filename=filename, data=data, text=caption)
+        return await self._ref(call)
 
     async def answer_press(self, press_id: str, text: str = "", *, alert: bool = False) -> None:
-        await self._call("answer_press", press_id=press_id, text=text, alert=alert)
+        await self._call(PlatformCall("answer_press", press_id=press_id, text=text, alert=alert))
 
     async def react(self, chat: ChatRef, message_id: str, state: ReactionState) -> None:
-        await self._call("react", chat=chat, message_id=message_id, state=state)
+        await self._call(PlatformCall("react", chat=chat, message_id=message_id, state=state))
 
     async def start_stream(
         self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
     ) -> MessageRef:
-        return await self._ref("start_stream", chat=chat, text=markdown, tasks=tuple(tasks))
+        return await self._ref(
+            PlatformCall("start_stream", chat=chat, text=markdown, tasks=tuple(tasks))
+        )
 
     async def append_stream(
         self, ref: MessageRef, markdown: str, tasks: Sequence[Task] = ()
     ) -> None:
-        await self._call("append_stream", ref=ref, text=markdown, tasks=tuple(tasks))
+        await self._call(PlatformCall("append_stream", ref=ref, text=markdown, tasks=tuple(tasks)))
 
     async def stop_stream(self, ref: MessageRef, markdown: str) -> None:
-        await self._call("stop_stream", ref=ref, text=markdown)
+        await self._call(PlatformCall("stop_stream", ref=ref, text=markdown))
 
     async def set_status(self, chat: ChatRef, text: str) -> None:
-        await self._call("set_status", chat=chat, text=text)
+        await self._call(PlatformCall("set_status", chat=chat, text=text))
 
     async def draft(
         self, chat: ChatRef, draft_id: int, text: str, *, markup: Markup = "plain"
     ) -> None:
-        await self._call("draft", chat=chat, draft_id=draft_id, text=text, markup=markup)
+        await self._call(
+            PlatformCall("draft", chat=chat, draft_id=draft_id, text=text, markup=markup)
+        )
 
     async def direct_chat(self, user_id: str) -> ChatRef | None:
-        return (await self._call("direct_chat", user_id=user_id)).chat
+        return (await self._call(PlatformCall("direct_chat", user_id=user_id))).chat
+
+    # --- the way there -----------------------------------------------------------------------
+
+    async def _call(self, call: PlatformCall) -> Answer:
+        key = CALLING.get()
+        fence = self._fence(key) if key else 0
+        if key and fence == 0:
+            raise Fenced(f"{key} is not this worker's")
+        wired = Call(
+            id=secrets.token_hex(8),
+            key=key,
+            fence=fence,
+            deadline=time.time() + CALL_TIMEOUT,
+            **carried(call),
+        )
+        answer = await self._link.call(self._platform, wired)
+        raise_for(answer)
+        return answer
+
+    async def _ref(self, call: PlatformCall) -> MessageRef:
+        answer = await self._call(call)
+        if answer.ref is None:
+            raise PlatformError(f"{call.method}: the frontend's answer has no message")
+        return answer.ref
 
 
 async def _quietly(awaitable: Any) -> None:

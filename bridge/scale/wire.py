@@ -3,10 +3,11 @@
 - An admitted `Inbound`, with its attachments already fetched by the frontend (the
   platform's file URLs need the platform's token and connection, which only
   frontends hold): `Carried` holds the bytes, or the reason they could not be had.
-- A platform call a worker asks a frontend to make (`Call`: one of the adapter's
-  methods and its arguments, with the conversation's key and fencing token) and its
-  answer (`Answer`: a message or chat reference, or the `PlatformError` it raised,
-  raised again on the worker's side so its outbox treats it as it always does).
+- A platform call a worker asks a frontend to make (`Call`: a `PlatformCall`, one
+  of the interface's calls and its arguments, with the conversation's key and
+  fencing token) and its answer (`Answer`: a message or chat reference, or the
+  `PlatformError` it raised, raised again on the worker's side so its outbox treats
+  it as it always does).
 
 Everything is a pydantic model over the bridge's own dataclasses, so nothing but
 data is ever decoded from Redis (no pickle: what Redis holds must not run).
@@ -15,30 +16,35 @@ data is ever decoded from Redis (no pickle: what Redis holds must not run).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from bridge.model import (
     Attachment,
     AttachmentRefused,
-    BadFormatting,
     ChatRef,
     Inbound,
     Keyboard,
     Markup,
-    MessageGone,
     MessageRef,
-    NotModified,
-    PlatformError,
-    RateLimited,
     ReactionState,
     Task,
+)
+from bridge.platform import (
+    CALLS,
+    BadFormatting,
+    Made,
+    MessageGone,
+    NotModified,
+    PlatformCall,
+    PlatformError,
+    RateLimited,
+    StreamEnded,
     TooLong,
     TransientError,
 )
-from bridge.outbox.streams import StreamEnded
 
 _BYTES = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
@@ -66,29 +72,14 @@ class Envelope(BaseModel):
     arrived: float = 0.0  # unix time the frontend took it in
 
 
-Method = Literal[
-    "send",
-    "edit",
-    "delete",
-    "upload",
-    "answer_press",
-    "react",
-    "start_stream",
-    "append_stream",
-    "stop_stream",
-    "set_status",
-    "draft",
-    "direct_chat",
-]
-
-
 class Call(BaseModel):
-    """One adapter call for a frontend to make; unused arguments keep their defaults."""
+    """One platform call for a frontend to make: a `PlatformCall`'s fields, flat,
+    with the conversation's key and fencing token and the worker's deadline."""
 
     model_config = _BYTES
 
     id: str
-    method: Method
+    method: str  # one of `bridge.platform.CALLS`
     key: str = ""  # the conversation it is for ("" none: fencing not checked)
     fence: int = 0
     deadline: float = 0.0  # unix time after which nobody waits for the answer
@@ -108,6 +99,22 @@ class Call(BaseModel):
     tasks: tuple[Task, ...] = ()
     draft_id: int = 0
     user_id: str = ""
+
+    @field_validator("method")
+    @classmethod
+    def _a_call(cls, method: str) -> str:
+        if method not in CALLS:
+            raise ValueError(f"{method!r} is no call of the platform interface")
+        return method
+
+    @property
+    def platform_call(self) -> PlatformCall:
+        return PlatformCall(**{f.name: getattr(self, f.name) for f in fields(PlatformCall)})
+
+
+def carried(call: PlatformCall) -> dict[str, Any]:
+    """`call`'s fields, as `Call` takes them."""
+    return {f.name: getattr(call, f.name) for f in fields(PlatformCall)}
 
 
 ErrorName = Literal[
@@ -130,6 +137,15 @@ class Answer(BaseModel):
     error: ErrorName | None = None
     message: str = ""
     retry_after: float = 0.0
+
+
+def answered(call_id: str, made: Made) -> Answer:
+    """The answer to a call that was made: what it made (a message, a chat), if anything."""
+    return Answer(
+        id=call_id,
+        ref=made if isinstance(made, MessageRef) else None,
+        chat=made if isinstance(made, ChatRef) else None,
+    )
 
 
 class Fenced(PlatformError):

@@ -183,36 +183,48 @@ class Worker:
             if not streams or not self._claiming:  # draining: no new work is taken in
                 await anyio.sleep(BLOCK_MS / 1000)
                 continue
-            try:
-                found: Any = await self._redis.xreadgroup(
-                    OWNER,
-                    self.settings.holder,
-                    streams,
-                    count=20,
-                    block=BLOCK_MS,
-                )
-            except ResponseError as exc:
-                if "UNBLOCKED" in str(exc):
-                    continue  # a stream of this read was dropped (a conversation let go)
-                if "NOGROUP" not in str(exc):
-                    await self._redis_failed("reading inbounds", exc)
-                    continue
-                await self._regroup()
+            found = await self._read(streams)
+            if found is None:
                 continue
-            except RedisError as exc:
-                # What this read was answered may be lost with the connection: those
-                # entries are pending under this worker's name now; read them again.
-                for owned in self.owned.values():
-                    owned.cursor = "0"
-                await self._redis_failed("reading inbounds", exc)
-                continue
-            returned = {str(s) for s, e in found or () if e}
-            for owned in list(self.owned.values()):  # a pending read that found none: done
-                if owned.cursor != ">" and owned.stream not in returned:
-                    owned.cursor = ">"
-            for stream, entries in found or ():
+            self._caught_up(found)
+            for stream, entries in found:
                 for entry_id, fields in entries:
                     await self._hand(str(stream), str(entry_id), fields)
+
+    async def _read(self, streams: dict[Any, Any]) -> list[Any] | None:
+        """One blocking read of the owned streams; None when it failed (dealt with:
+        the next read goes on)."""
+        try:
+            found: Any = await self._redis.xreadgroup(
+                OWNER,
+                self.settings.holder,
+                streams,
+                count=20,
+                block=BLOCK_MS,
+            )
+        except ResponseError as exc:
+            if "UNBLOCKED" in str(exc):
+                return None  # a stream of this read was dropped (a conversation let go)
+            if "NOGROUP" in str(exc):
+                await self._regroup()
+            else:
+                await self._redis_failed("reading inbounds", exc)
+            return None
+        except RedisError as exc:
+            # What this read was answered may be lost with the connection: those
+            # entries are pending under this worker's name now; read them again.
+            for owned in self.owned.values():
+                owned.cursor = "0"
+            await self._redis_failed("reading inbounds", exc)
+            return None
+        return list(found or ())
+
+    def _caught_up(self, found: list[Any]) -> None:
+        """A pending read that found none of a stream's entries: done with them."""
+        returned = {str(s) for s, e in found if e}
+        for owned in list(self.owned.values()):
+            if owned.cursor != ">" and owned.stream not in returned:
+                owned.cursor = ">"
 
     async def _hand(self, stream: str, entry_id: str, fields: dict[str, str]) -> None:
         key = stream.removeprefix(inbound_stream(self._prefix, ""))

@@ -27,13 +27,12 @@ from bridge.model import (
     Delete,
     Edit,
     Keyboard,
-    MessageGone,
     MessageRef,
-    NotModified,
     React,
     Send,
     Upload,
 )
+from bridge.platform import MessageGone, NotModified
 from bridge.render import DialogChoice, Renderer
 from bridge.rpc.decode import MalformedRecord, decode_record
 from bridge.rpc.framing import OversizedRecord

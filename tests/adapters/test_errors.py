@@ -18,7 +18,7 @@ from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, Re
 from adapters import errors
 from adapters.slack.failures import DEFAULT_RETRY_AFTER, map_error
 from adapters.telegram.adapter import platform_errors, retry_seconds
-from bridge.model import (
+from bridge.platform import (
     BadFormatting,
     MessageGone,
     NotModified,

@@ -12,17 +12,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.model import (
-    BadFormatting,
-    ChatRef,
-    Edit,
-    PlatformError,
-    PlatformLimits,
-    RateLimited,
-    Send,
-    TransientError,
-)
+from bridge.model import ChatRef, Edit, PlatformLimits, Send
 from bridge.outbox.drafts import draft_id
+from bridge.platform import BadFormatting, PlatformError, RateLimited, TransientError
 from tests.support import marked_ops
 from tests.support.marked_ops import growing, serving
 from tests.support.recording_adapter import DraftingAdapter, FakeClock, RecordingAdapter

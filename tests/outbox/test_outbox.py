@@ -23,18 +23,14 @@ from bridge.model import (
     ChatRef,
     Delete,
     Edit,
-    MessageGone,
-    NotModified,
-    PlatformError,
     PlatformLimits,
-    RateLimited,
     React,
     Send,
-    TransientError,
     Upload,
 )
 from bridge.outbox import Outbox
 from bridge.outbox.delivery import EDIT_MARGIN
+from bridge.platform import MessageGone, NotModified, PlatformError, RateLimited, TransientError
 from tests.support.recording_adapter import Call, FakeClock, RecordingAdapter
 
 if TYPE_CHECKING:

@@ -11,26 +11,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.model import (
-    AnswerPress,
-    BadFormatting,
-    ChatRef,
-    Delete,
-    Edit,
-    MessageGone,
-    NotModified,
-    PlatformError,
-    PlatformLimits,
-    RateLimited,
-    React,
-    Send,
-    TooLong,
-    TransientError,
-    Upload,
-)
+from bridge.model import AnswerPress, ChatRef, Delete, Edit, PlatformLimits, React, Send, Upload
 from bridge.outbox.coalesce import absorb, catch_up, with_content
 from bridge.outbox.lanes import Entry, Lane
 from bridge.outbox.recovery import GiveUp, Retry, Tried, as_send, recover
+from bridge.platform import (
+    BadFormatting,
+    MessageGone,
+    NotModified,
+    PlatformError,
+    RateLimited,
+    TooLong,
+    TransientError,
+)
 
 if TYPE_CHECKING:
     from bridge.model import Op

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.model import ChatRef, Edit, PlatformError, PlatformLimits, RateLimited, Send, Task
+from bridge.model import ChatRef, Edit, PlatformLimits, Send, Task
 from bridge.outbox.coalesce import with_content
 from bridge.outbox.runs import HOLD_LIMIT
+from bridge.platform import PlatformError, RateLimited
 from tests.support import marked_ops
 from tests.support.marked_ops import serving
 from tests.support.recording_adapter import FakeClock, StreamingAdapter

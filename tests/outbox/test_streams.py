@@ -13,17 +13,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.model import (
-    ChatRef,
-    Delete,
-    Edit,
-    PlatformError,
-    PlatformLimits,
-    RateLimited,
-    Send,
-    TransientError,
-)
+from bridge.model import ChatRef, Delete, Edit, PlatformLimits, Send
 from bridge.outbox.streams import extension, pieces
+from bridge.platform import PlatformError, RateLimited, TransientError
 from tests.support import marked_ops
 from tests.support.marked_ops import growing, serving
 from tests.support.recording_adapter import FakeClock, StreamingAdapter

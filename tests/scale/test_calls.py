@@ -13,19 +13,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from bridge.model import (
+from bridge.model import ChatRef, MessageRef, PlatformLimits
+from bridge.outbox.calls import CALLING
+from bridge.platform import (
     BadFormatting,
-    ChatRef,
     MessageGone,
-    MessageRef,
     NotModified,
     PlatformError,
-    PlatformLimits,
     RateLimited,
+    StreamEnded,
     TooLong,
 )
-from bridge.outbox.calls import CALLING
-from bridge.outbox.streams import StreamEnded
 from bridge.scale.budget import Budgets
 from bridge.scale.calls import CallServer, calls_stream
 from bridge.scale.forms import SharedForms

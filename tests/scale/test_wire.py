@@ -10,23 +10,25 @@ import pytest
 from bridge.model import (
     Attachment,
     AttachmentRefused,
-    BadFormatting,
     Button,
     ButtonPress,
     ChatRef,
     Image,
     Inbound,
-    MessageGone,
     MessageRef,
+    Sender,
+    Task,
+)
+from bridge.platform import (
+    BadFormatting,
+    MessageGone,
     NotModified,
     PlatformError,
     RateLimited,
-    Sender,
-    Task,
+    StreamEnded,
     TooLong,
     TransientError,
 )
-from bridge.outbox.streams import StreamEnded
 from bridge.scale.wire import Answer, Call, Carried, Fenced, envelope, failed, raise_for, unwrap
 
 pytestmark = pytest.mark.anyio

@@ -41,22 +41,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.lowlevel
 
-from bridge.model import (
-    BadFormatting,
-    MessageGone,
-    MessageRef,
-    NotModified,
-    PlatformLimits,
-    TooLong,
-)
-from bridge.outbox.streams import StreamEnded
+from bridge.model import MessageRef, PlatformLimits
+from bridge.platform import BadFormatting, MessageGone, NotModified, StreamEnded, TooLong
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from anyio.abc import TaskStatus
 
-    from bridge.model import ChatRef, Formatter, Keyboard, Markup, ReactionState, Task
+    from bridge.model import ChatRef, Keyboard, Markup, ReactionState, Task
+    from bridge.platform import Formatter
 
 CallKind = Literal[
     "send",

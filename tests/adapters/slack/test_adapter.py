@@ -19,21 +19,16 @@ from adapters.slack.convert import Identity
 from adapters.slack.groups import UserGroups
 from adapters.slack.runner import PREFIXES, run_slack, slack_intake
 from adapters.slack.settings import SlackSettings
-from bridge.model import (
-    MAX_ATTACHMENT,
-    AttachmentRefused,
+from bridge.model import MAX_ATTACHMENT, AttachmentRefused, Button, ChatRef, Form, MessageRef
+from bridge.options import AgentOptions, BridgeOptions
+from bridge.platform import (
     BadFormatting,
-    Button,
-    ChatRef,
-    Form,
     MessageGone,
-    MessageRef,
     PlatformError,
     RateLimited,
     TooLong,
     TransientError,
 )
-from bridge.options import AgentOptions, BridgeOptions
 from bridge.service import Bridge
 from bridge.store import ConversationRecord, open_store
 from tests.support.fake_slack import (

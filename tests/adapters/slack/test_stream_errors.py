@@ -10,8 +10,8 @@ from slack_sdk.web.slack_response import SlackResponse
 
 from adapters.slack.failures import map_error
 from adapters.slack.recipients import Recipients
-from bridge.model import ChatRef, Inbound, PlatformError, RateLimited, Sender
-from bridge.outbox.streams import StreamEnded
+from bridge.model import ChatRef, Inbound, Sender
+from bridge.platform import PlatformError, RateLimited, StreamEnded
 
 
 def refusal(error: str, status: int = 200) -> SlackApiError:

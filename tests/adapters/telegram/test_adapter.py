@@ -12,14 +12,10 @@ import pytest
 from adapters.telegram.adapter import TelegramAdapter
 from adapters.telegram.runner import ALLOWED_UPDATES, COMMANDS, make_bot, serve
 from adapters.telegram.settings import TelegramSettings
-from bridge.model import (
-    MAX_ATTACHMENT,
-    AttachmentRefused,
+from bridge.model import MAX_ATTACHMENT, AttachmentRefused, Button, ChatRef, MessageRef
+from bridge.platform import (
     BadFormatting,
-    Button,
-    ChatRef,
     MessageGone,
-    MessageRef,
     NotModified,
     PlatformError,
     RateLimited,
@@ -33,7 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from contextlib import AbstractAsyncContextManager
 
-    from bridge.model import Adapter, Inbound
+    from bridge.model import Inbound
+    from bridge.platform import Adapter
 
 pytestmark = pytest.mark.anyio
 

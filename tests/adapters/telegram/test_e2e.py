@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
-    from bridge.model import Adapter
     from bridge.options import BridgeOptions
+    from bridge.platform import Adapter
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
 
