@@ -107,7 +107,7 @@ class FakeThread:
     def _main(self) -> None:
         try:
             asyncio.run(self._serve())
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001, RUF100 - raised again by the caller
             self._error = exc
             self._ready.set()
 
@@ -332,22 +332,7 @@ def _collect(fake: FakeTelegram, figures: Figures, emits: dict[str, list[float]]
         if description.startswith("Too Many Requests"):
             figures.too_many += 1
             figures.too_many_by_method[method] += 1
-    seen: dict[int, dict[int, float]] = {}  # chat → marker → first arrival with it
-    complete: dict[int, float] = {}  # chat → arrival of the message call with its end line
-    for call in fake.calls:
-        if call.ok and call.method in ("sendMessage", "editMessageText", "sendMessageDraft"):
-            chat_id, text = int(call.params["chat_id"]), str(call.params.get("text", ""))
-            first = seen.setdefault(chat_id, {})
-            # The MarkdownV2 sent: a marker holds no reserved character, so it reads
-            # as the user sees it (`clean_splits` checks that on the shown text).
-            marks = MARK.findall(text)
-            for mark in marks:
-                first.setdefault(int(mark), call.at)
-            figures.answer_calls += bool(marks)
-            n = chat_id - FIRST_CHAT
-            # MarkdownV2 escapes the end line's brackets: match it as the user reads it.
-            if call.method != "sendMessageDraft" and _end_line(n) in text.replace("\\", ""):
-                complete.setdefault(chat_id, call.at)  # a message, not a preview
+    seen, complete = _arrivals(fake, figures)
     for n in range(figures.chats):
         written = emits.get(f"c{n}", [])
         shown = seen.get(FIRST_CHAT + n, {})
@@ -364,6 +349,30 @@ def _collect(fake: FakeTelegram, figures: Figures, emits: dict[str, list[float]]
         # As shown (markup stripped), in message order: each marker once, none cut in two.
         shown_marks = [int(m) for text in answer for m in MARK.findall(text)]
         figures.clean_splits += shown_marks == list(range(1, figures.deltas + 1))
+
+
+def _arrivals(
+    fake: FakeTelegram, figures: Figures
+) -> tuple[dict[int, dict[int, float]], dict[int, float]]:
+    """When each marker first arrived in each chat, and when the message call with the
+    chat's end line did; `figures.answer_calls` counts the calls with a marker."""
+    seen: dict[int, dict[int, float]] = {}  # chat → marker → first arrival with it
+    complete: dict[int, float] = {}  # chat → arrival of the message call with its end line
+    for call in fake.calls:
+        if call.ok and call.method in ("sendMessage", "editMessageText", "sendMessageDraft"):
+            chat_id, text = int(call.params["chat_id"]), str(call.params.get("text", ""))
+            first = seen.setdefault(chat_id, {})
+            # The MarkdownV2 sent: a marker holds no reserved character, so it reads
+            # as the user sees it (`clean_splits` checks that on the shown text).
+            marks = MARK.findall(text)
+            for mark in marks:
+                first.setdefault(int(mark), call.at)
+            figures.answer_calls += bool(marks)
+            n = chat_id - FIRST_CHAT
+            # MarkdownV2 escapes the end line's brackets: match it as the user reads it.
+            if call.method != "sendMessageDraft" and _end_line(n) in text.replace("\\", ""):
+                complete.setdefault(chat_id, call.at)  # a message, not a preview
+    return seen, complete
 
 
 def _write_calls(fake: FakeTelegram, path: Path) -> None:

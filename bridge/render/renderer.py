@@ -201,7 +201,16 @@ class Renderer:
     # --- runs ---------------------------------------------------------------------------
 
     def _dispatch(self, event: AgentEvent, now: float) -> list[Op]:
-        # One style of dispatch for agent events: a `match` on the typed union (rpc/state.py).
+        # One style of dispatch for agent events: a `match` on the typed union (rpc/state.py),
+        # by family: the client's signals, the agent's questions and UI, its run, the rest.
+        if isinstance(event, sig.Signal):
+            return self._on_signal(event, now)
+        if isinstance(event, ui.UIRequest):
+            return self._on_ui(event, now)
+        ops = self._on_run_event(event, now)
+        return ops if ops is not None else self._on_other_event(event, now)
+
+    def _on_signal(self, event: sig.Signal, now: float) -> list[Op]:
         match event:
             case sig.RunStarted():
                 return self._run_started(event, now)
@@ -214,6 +223,29 @@ class Renderer:
                 return self.close_dialog(event.dialog.request.id, EXPIRED)
             case sig.AgentGone():
                 return self._agent_gone(event, now)
+            case _:
+                return []
+
+    def _on_ui(self, event: ui.UIRequest, now: float) -> list[Op]:
+        if ui.is_dialog(event):
+            return self.questions.open_dialog(event)
+        match event:
+            case ui.NotifyRequest():
+                return self._notices.notify(event.message, event.notifyType)
+            case ui.SetStatusRequest():
+                self._board.set_status(event.statusKey, event.statusText)
+                return self._touch(now)
+            case ui.SetWidgetRequest():
+                self._board.set_widget(event.widgetKey, event.widgetLines)
+                return self._touch(now)
+            case ui.SetEditorTextRequest():
+                return self._notices.editor_text(event.text)
+            case _:
+                return []
+
+    def _on_run_event(self, event: AgentEvent, now: float) -> list[Op] | None:
+        """The run's own events: its loop, its messages, its tools (None: not one)."""
+        match event:
             case ev.AgentStart() if self._run is not None:
                 self._run.retry = None  # the attempt the retry line announced is running
                 return self._touch(now)
@@ -231,6 +263,12 @@ class Renderer:
                 return self._tools.update(event, now, self.settings.verbosity, self._scope())
             case ev.ToolExecutionEnd():
                 return self._tool_end(event, now)
+            case _:
+                return None
+
+    def _on_other_event(self, event: AgentEvent, now: float) -> list[Op]:
+        """Around the run: the queue, compaction, retries, errors."""
+        match event:
             case ev.QueueUpdate():
                 self._board.steering = len(event.steering)
                 self._board.follow_ups = len(event.followUp)
@@ -253,18 +291,6 @@ class Renderer:
                 return self._notices.extension_error(event)
             case ev.ErrorEvent():
                 return self._notices.error(event.error)
-            case ui.SelectRequest() | ui.ConfirmRequest() | ui.InputRequest() | ui.EditorRequest():
-                return self.questions.open_dialog(event)
-            case ui.NotifyRequest():
-                return self._notices.notify(event.message, event.notifyType)
-            case ui.SetStatusRequest():
-                self._board.set_status(event.statusKey, event.statusText)
-                return self._touch(now)
-            case ui.SetWidgetRequest():
-                self._board.set_widget(event.widgetKey, event.widgetLines)
-                return self._touch(now)
-            case ui.SetEditorTextRequest():
-                return self._notices.editor_text(event.text)
             case _:
                 return []
 
