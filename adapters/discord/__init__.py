@@ -5,10 +5,7 @@ buttons → components, forms → modals, pure), `adapter` (`DiscordAdapter`, th
 bridge's `Adapter` on discord.py's `Client`), `intake` (messages and interactions
 into the bridge), `runner` (`serve`: the gateway, the slash commands), `settings`
 (`DiscordSettings`); `failures`, `files`, `indicator` and `payloads` are their parts.
+
+Nothing is imported here, so that importing the pure converter loads no SDK: take
+each part from its own module.
 """
-
-from adapters.discord.adapter import DiscordAdapter
-from adapters.discord.runner import serve
-from adapters.discord.settings import DiscordSettings
-
-__all__ = ["DiscordAdapter", "DiscordSettings", "serve"]

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from bridge.platform import PlatformError
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -96,7 +98,7 @@ class TypingIndicator:
                 working.due = now + EVERY
                 try:
                     await self._trigger(chat)
-                except Exception as exc:  # a nicety: never worth more than a line
+                except PlatformError as exc:  # a nicety: never worth more than a line
                     log.debug("typing indicator in %s failed: %s", chat.chat_id, exc)
 
     async def run(self) -> None:

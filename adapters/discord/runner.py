@@ -14,7 +14,7 @@ without it IDENTIFY is refused, 4014). Without it Discord still sends the text o
 DMs, of messages that mention the bot, and slash commands; the bot needs no other
 privileged intent (a DM sender's roles are fetched, not cached).
 
-Slash commands are the bridge's one command registry (`bridge.controls.COMMANDS`),
+Slash commands are the bridge's one command registry (`bridge.controls.table.COMMANDS`),
 each with an optional `text` when it takes one, plus `/pi <task>` that starts a
 conversation, synced globally at every start (a bulk overwrite: unchanged commands
 keep their ids). Shutdown is bounded: the gateway stops first, then the bridge drains
@@ -40,7 +40,7 @@ from adapters.discord.convert import START_COMMAND, Me
 from adapters.discord.failures import missing
 from adapters.discord.intake import Intake
 from adapters.discord.settings import PUBLIC_API
-from bridge.controls import COMMANDS as REGISTRY
+from bridge.controls.table import COMMANDS as REGISTRY
 from bridge.render.textbits import clip
 
 if TYPE_CHECKING:

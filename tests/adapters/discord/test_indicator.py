@@ -8,6 +8,7 @@ import pytest
 
 from adapters.discord.indicator import EVERY, IDLE, TypingIndicator
 from bridge.model import ChatRef
+from bridge.platform import PlatformError
 
 pytestmark = pytest.mark.anyio
 
@@ -77,7 +78,7 @@ async def test_a_failed_trigger_is_only_logged() -> None:
     clock = Clock()
 
     async def refused(chat: ChatRef) -> None:
-        raise RuntimeError("50013 Missing Permissions")
+        raise PlatformError("50013 Missing Permissions")
 
     indicator = TypingIndicator(refused, clock=clock)
     indicator.started(CHAT, "m1")

@@ -7,7 +7,7 @@ import pytest
 
 from adapters.discord.runner import check, command_tree, make_client
 from adapters.discord.settings import DiscordSettings
-from bridge.controls import COMMANDS
+from bridge.controls.table import COMMANDS
 from tests.support.fake_discord import TOKEN, FakeDiscord
 
 pytestmark = pytest.mark.anyio
