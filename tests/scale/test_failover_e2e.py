@@ -254,21 +254,227 @@ async def watching(
         tg.cancel_scope.cancel()
 
 
+@dataclass
+class Failover:
+    """The scenario's processes, platforms and ledger, and its phases in turn."""
+
+    tmp_path: Path
+    fake_llm: FakeLLM
+    redis: RedisServer
+    telegram: FakeTelegram
+    slack: FakeSlack
+    ledger: Ledger
+    balancer: SlackBalancer
+    base: dict[str, str]  # the environment every process shares
+    slack_ports: list[int]
+    conversations: list[Conversation]
+    owners: dict[str, list[str]] = field(default_factory=dict)  # key → lease holders seen
+    timings: dict[str, float] = field(default_factory=dict)
+    processes: dict[str, Process] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def env_of(self, name: str, role: str, **more: str) -> dict[str, str]:
+        config = self.tmp_path / f"{name}.toml"
+        extra = f'name = "{name}"\n' if role == "worker" else ""
+        config.write_text(CONFIG + extra, encoding="utf-8")
+        return self.base | {"PI_BRIDGE_CONFIG": str(config), "PI_BRIDGE_ROLE": role} | more
+
+    async def send(self, conversation: Conversation, phase: str, text: str = "") -> Sent:
+        sent = Sent(self.ledger.token(), conversation, phase)
+        self.ledger.sent.append(sent)
+        words = f"{sent.token} {text}".strip()
+        if conversation.platform == "telegram":
+            user = {"id": conversation.chat_id, "is_bot": False, "first_name": "U"}
+            self.telegram.message(conversation.chat_id, words, user=user)
+        else:
+            event = self.slack.mention_event(words, thread_ts=conversation.root or None)
+            await self.balancer.deliver(event)
+            conversation.root = conversation.root or event["ts"]
+        return sent
+
+    def plain(self, sent: Sent) -> Sent:
+        self.fake_llm.add(sent.token, Reply(text=reply_text(sent.token)))
+        return sent
+
+    def running(self, sent: Sent, command: str) -> Sent:
+        """`sent` runs `command` in bash, then is answered."""
+        tool = Reply(tool_calls=[ToolCall("bash", {"command": command})])
+        self.fake_llm.add(sent.token, tool, Reply(text=reply_text(sent.token)))
+        return sent
+
+    async def asked(self, sents: list[Sent]) -> None:
+        """Until the model was asked about each of `sents`."""
+        tokens = {s.token for s in sents}
+        await until(lambda: tokens <= {r.rule for r in self.fake_llm.requests if r.rule}, WAIT)
+
+    async def answered(self, sents: list[Sent], within: float = WAIT) -> None:
+        try:
+            await until(lambda: all(self.ledger.answers(s) for s in sents), within)
+        except TimeoutError:
+            late = [s.token for s in sents if not self.ledger.answers(s)]
+            raise AssertionError(f"not answered in {within} s: {late}") from None
+
+    def mark(self, phase: str) -> None:
+        self.timings[phase] = round(time.monotonic() - self.started, 1)
+
+    def log_of(self, name: str) -> str:
+        return log_of(self.tmp_path, name)
+
+    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        """Two frontends and the workers, serving; the lease holders watched."""
+        for name in ("f1", "f2"):
+            port = str(self.slack_ports[int(name[1]) - 1])
+            env = self.env_of(name, "frontend", SLACK_HTTP_PORT=port)
+            self.processes[name] = await stack.enter_async_context(
+                bridge_process(self.tmp_path, env, f"{name}.log")
+            )
+        for name in WORKERS:
+            self.processes[name] = await stack.enter_async_context(
+                bridge_process(self.tmp_path, self.env_of(name, "worker"), f"{name}.log")
+            )
+        await stack.enter_async_context(
+            watching(self.redis.url, self.conversations, self.owners, self.ledger)
+        )
+        await until(lambda: all(accepts(p) for p in self.slack_ports), WAIT)
+        await until(lambda: all("serving" in self.log_of(w) for w in WORKERS), WAIT)
+        # Each worker's claims loop reads by then (the first burst would
+        # otherwise all go to whichever worker reads first).
+        await anyio.sleep(2)
+        self.mark("up")
+
+    async def spread(self) -> None:
+        """1. Twenty conversations, spread over the workers. In waves: twenty agents
+        starting cold at once on a loaded 2-CPU machine (CI) can pass the bridge's
+        30 s start-up limit, which is not what this test is about."""
+        for start in range(0, len(self.conversations), COLD_STARTS):
+            wave = []
+            for conversation in self.conversations[start : start + COLD_STARTS]:
+                text = f"first turn: remember {conversation.fact}"
+                wave.append(self.plain(await self.send(conversation, "spread", text)))
+                await anyio.sleep(0.1)
+            await self.answered(wave, 2 * WAIT)
+        self.mark("spread")
+        for worker in WORKERS:
+            held = [k for k, names in self.owners.items() if worker in names]
+            assert held, f"{worker} owned no conversation: {self.owners}"
+
+    async def kill_a_worker(self) -> list[Conversation]:
+        """2. A worker dies while its conversations run a tool; its conversations."""
+        url = self.redis.url
+        holders = {c.key: await holder_of(url, c.key) for c in self.conversations}
+        counts = {w: sum(h.startswith(f"{w}/") for h in holders.values()) for w in WORKERS}
+        victim = max(WORKERS, key=lambda w: counts[w])
+        doomed = [c for c in self.conversations if holders[c.key].startswith(f"{victim}/")]
+        assert doomed, f"no conversation is held now: {holders}"
+        long_runs = [
+            self.running(await self.send(c, "long", "run the long job"), LONG_TOOL) for c in doomed
+        ]
+        await self.asked(long_runs)
+        await anyio.sleep(1)  # the tools are sleeping now
+        self.processes[victim].kill()
+        await self.processes[victim].wait()
+        killed = time.monotonic()
+        self.mark("worker killed")
+
+        def moved() -> bool:
+            return all(self.owners.get(c.key, [victim])[-1] != victim for c in doomed)
+
+        try:
+            await until(moved, MOVED_WITHIN)
+        except TimeoutError:
+            raise AssertionError(f"not taken over in time: {self.owners}") from None
+        self.mark("taken over")
+        await until(lambda: all(self.ledger.settled(s) for s in long_runs), WAIT)
+        self.mark("long runs settled")
+        follow_ups = [self.plain(await self.send(c, "follow-up", "and now?")) for c in doomed]
+        await self.answered(follow_ups)
+        self.mark("follow-ups answered")
+        for sent in follow_ups:
+            [request] = [r for r in self.fake_llm.requests if r.rule == sent.token]
+            history = json.dumps(request.body)
+            assert sent.conversation.fact in history, f"{sent.token}: history lost"
+        assert time.monotonic() - killed < MOVED_WITHIN + WAIT
+        return doomed
+
+    async def kill_the_poller(self, doomed: list[Conversation]) -> None:
+        """3. The frontend that polls Telegram dies."""
+        pollers = [f for f in ("f1", "f2") if "polling Telegram" in self.log_of(f)]
+        assert len(pollers) == 1, pollers
+        [poller] = pollers
+        other = "f2" if poller == "f1" else "f1"
+        self.processes[poller].kill()
+        await self.processes[poller].wait()
+        self.balancer.down.add(int(poller[1]) - 1)
+        lost_poller = time.monotonic()
+        self.mark("frontend killed")
+        alive = [c for c in self.conversations if c not in doomed]
+        meanwhile = [
+            self.plain(await self.send(c, "no-poller", "are you there?"))
+            for c in alive[:6] + doomed[:1]
+        ]
+        threads = [c for c in self.conversations if c.platform == "slack"]
+        meanwhile += [
+            self.plain(await self.send(c, "no-poller", "and Slack?")) for c in threads[:2]
+        ]
+        await until(lambda: "polling Telegram" in self.log_of(other), LEASE_TTL + 10)
+        self.timings["poll moved after"] = round(time.monotonic() - lost_poller, 1)
+        await self.answered(meanwhile)
+        self.mark("no-poller answered")
+
+    async def restart_redis(self) -> None:
+        """4. redis-server restarts while runs are in their tools."""
+        mid = self.conversations[1::4]
+        running = [
+            self.running(await self.send(c, "redis-mid", "a job across the restart"), MID_TOOL)
+            for c in mid
+        ]
+        await self.asked(running)
+        await anyio.to_thread.run_sync(self.redis.restart)
+        self.mark("redis restarted")
+        # Not to the running ones: a message there would steer their runs.
+        idle = [c for c in self.conversations if c not in mid]
+        after = [self.plain(await self.send(c, "redis", "after the restart")) for c in idle[::3]]
+        await self.answered(running + after)
+        self.mark("after redis answered")
+
+    async def stop_all(self) -> None:
+        """Workers first, together (one stopping hands its idle conversations over;
+        another must not take them then), then the frontend."""
+        codes: dict[str, int] = {}
+
+        async def stopped(name: str) -> None:
+            codes[name] = await stop(self.processes[name])
+
+        for group in (WORKERS, ("f1", "f2")):
+            async with anyio.create_task_group() as tg:
+                for name in group:
+                    if self.processes[name].returncode is None:
+                        tg.start_soon(stopped, name)
+        assert all(code == 0 for code in codes.values()), codes
+        self.mark("stopped")
+
+    def report(self, ok: bool) -> None:
+        print(f"timings (s since start): {self.timings}")
+        print(f"lease holders seen: {self.owners}")
+        for request in self.fake_llm.requests:
+            if request.rule:
+                self.ledger.asked[request.rule] = self.ledger.asked.get(request.rule, 0) + 1
+        print(self.ledger.report())
+        if not ok:
+            for name in ("f1", "f2", *WORKERS):
+                print(f"--- {name}.log (tail)\n{self.log_of(name)[-3000:]}")
+
+
 async def test_conversations_survive_a_dead_worker_frontend_and_redis_restart(
     tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
 ) -> None:
-    started = time.monotonic()
-    timings: dict[str, float] = {}
     conversations = [Conversation(i, "telegram", chat_id=c) for i, c in enumerate(TG_CHATS)]
     conversations += [Conversation(len(TG_CHATS) + i, "slack") for i in range(SLACK_THREADS)]
-    owners: dict[str, list[str]] = {}
     slack_ports = [free_port(), free_port()]
-    data = tmp_path / "data"
     ok = False
     with RedisServer(tmp_path / "redis", persist=True) as redis:
         async with FakeTelegram() as telegram, FakeSlack() as slack:
             ledger = Ledger(telegram, slack)
-            balancer = SlackBalancer(slack, slack_ports)
             base = cli_env(
                 tmp_path,
                 agent_home,
@@ -284,205 +490,31 @@ async def test_conversations_survive_a_dead_worker_frontend_and_redis_restart(
                 SLACK_API_BASE_URL=slack.base_url,
                 SLACK_ALLOWED_USERS=ALICE,
             )
-
-            def env_of(name: str, role: str, **more: str) -> dict[str, str]:
-                config = tmp_path / f"{name}.toml"
-                extra = f'name = "{name}"\n' if role == "worker" else ""
-                config.write_text(CONFIG + extra, encoding="utf-8")
-                return base | {"PI_BRIDGE_CONFIG": str(config), "PI_BRIDGE_ROLE": role} | more
-
-            async def send(conversation: Conversation, phase: str, text: str = "") -> Sent:
-                sent = Sent(ledger.token(), conversation, phase)
-                ledger.sent.append(sent)
-                words = f"{sent.token} {text}".strip()
-                if conversation.platform == "telegram":
-                    user = {"id": conversation.chat_id, "is_bot": False, "first_name": "U"}
-                    telegram.message(conversation.chat_id, words, user=user)
-                else:
-                    event = slack.mention_event(words, thread_ts=conversation.root or None)
-                    await balancer.deliver(event)
-                    conversation.root = conversation.root or event["ts"]
-                return sent
-
-            def plain(sent: Sent) -> Sent:
-                fake_llm.add(sent.token, Reply(text=reply_text(sent.token)))
-                return sent
-
-            async def answered(sents: list[Sent], within: float = WAIT) -> None:
-                try:
-                    await until(lambda: all(ledger.answers(s) for s in sents), within)
-                except TimeoutError:
-                    late = [s.token for s in sents if not ledger.answers(s)]
-                    raise AssertionError(f"not answered in {within} s: {late}") from None
-
-            def mark(phase: str) -> None:
-                timings[phase] = round(time.monotonic() - started, 1)
-
+            run = Failover(
+                tmp_path,
+                fake_llm,
+                redis,
+                telegram,
+                slack,
+                ledger,
+                SlackBalancer(slack, slack_ports),
+                base,
+                slack_ports,
+                conversations,
+            )
             try:
                 async with contextlib.AsyncExitStack() as stack:
-                    processes: dict[str, Process] = {}
-                    for name in ("f1", "f2"):
-                        port = str(slack_ports[int(name[1]) - 1])
-                        env = env_of(name, "frontend", SLACK_HTTP_PORT=port)
-                        processes[name] = await stack.enter_async_context(
-                            bridge_process(tmp_path, env, f"{name}.log")
-                        )
-                    for name in WORKERS:
-                        processes[name] = await stack.enter_async_context(
-                            bridge_process(tmp_path, env_of(name, "worker"), f"{name}.log")
-                        )
-                    await stack.enter_async_context(
-                        watching(redis.url, conversations, owners, ledger)
-                    )
-                    await until(lambda: all(accepts(p) for p in slack_ports), WAIT)
-                    await until(
-                        lambda: all("serving" in log_of(tmp_path, w) for w in WORKERS), WAIT
-                    )
-                    # Each worker's claims loop reads by then (the first burst would
-                    # otherwise all go to whichever worker reads first).
-                    await anyio.sleep(2)
-                    mark("up")
-
-                    # 1. Twenty conversations, spread over the workers. In waves: twenty
-                    # agents starting cold at once on a loaded 2-CPU machine (CI) can
-                    # pass the bridge's 30 s start-up limit, which is not what this
-                    # test is about.
-                    for start in range(0, len(conversations), COLD_STARTS):
-                        wave = []
-                        for conversation in conversations[start : start + COLD_STARTS]:
-                            text = f"first turn: remember {conversation.fact}"
-                            wave.append(plain(await send(conversation, "spread", text)))
-                            await anyio.sleep(0.1)
-                        await answered(wave, 2 * WAIT)
-                    mark("spread")
-                    for worker in WORKERS:
-                        held = [k for k, names in owners.items() if worker in names]
-                        assert held, f"{worker} owned no conversation: {owners}"
-
-                    # 2. A worker dies while its conversations run a tool.
-                    holders = {c.key: await holder_of(redis.url, c.key) for c in conversations}
-                    counts = {
-                        w: sum(h.startswith(f"{w}/") for h in holders.values()) for w in WORKERS
-                    }
-                    victim = max(WORKERS, key=lambda w: counts[w])
-                    doomed = [c for c in conversations if holders[c.key].startswith(f"{victim}/")]
-                    assert doomed, f"no conversation is held now: {holders}"
-                    long_runs = []
-                    for conversation in doomed:
-                        sent = await send(conversation, "long", "run the long job")
-                        fake_llm.add(
-                            sent.token,
-                            Reply(tool_calls=[ToolCall("bash", {"command": LONG_TOOL})]),
-                            Reply(text=reply_text(sent.token)),
-                        )
-                        long_runs.append(sent)
-                    tokens = {s.token for s in long_runs}
-                    await until(
-                        lambda: tokens <= {r.rule for r in fake_llm.requests if r.rule}, WAIT
-                    )
-                    await anyio.sleep(1)  # the tools are sleeping now
-                    processes[victim].kill()
-                    await processes[victim].wait()
-                    killed = time.monotonic()
-                    mark("worker killed")
-
-                    def moved() -> bool:
-                        return all(owners.get(c.key, [victim])[-1] != victim for c in doomed)
-
-                    try:
-                        await until(moved, MOVED_WITHIN)
-                    except TimeoutError:
-                        raise AssertionError(f"not taken over in time: {owners}") from None
-                    mark("taken over")
-                    await until(lambda: all(ledger.settled(s) for s in long_runs), WAIT)
-                    mark("long runs settled")
-                    follow_ups = [plain(await send(c, "follow-up", "and now?")) for c in doomed]
-                    await answered(follow_ups)
-                    mark("follow-ups answered")
-                    for sent in follow_ups:
-                        [request] = [r for r in fake_llm.requests if r.rule == sent.token]
-                        history = json.dumps(request.body)
-                        assert sent.conversation.fact in history, f"{sent.token}: history lost"
-                    assert time.monotonic() - killed < MOVED_WITHIN + WAIT
-
-                    # 3. The frontend that polls Telegram dies.
-                    pollers = [f for f in ("f1", "f2") if "polling Telegram" in log_of(tmp_path, f)]
-                    assert len(pollers) == 1, pollers
-                    [poller] = pollers
-                    other = "f2" if poller == "f1" else "f1"
-                    processes[poller].kill()
-                    await processes[poller].wait()
-                    balancer.down.add(int(poller[1]) - 1)
-                    lost_poller = time.monotonic()
-                    mark("frontend killed")
-                    alive = [c for c in conversations if c not in doomed]
-                    meanwhile = [
-                        plain(await send(c, "no-poller", "are you there?"))
-                        for c in alive[:6] + doomed[:1]
-                    ]
-                    threads = [c for c in conversations if c.platform == "slack"]
-                    meanwhile += [
-                        plain(await send(c, "no-poller", "and Slack?")) for c in threads[:2]
-                    ]
-                    await until(
-                        lambda: "polling Telegram" in log_of(tmp_path, other),
-                        LEASE_TTL + 10,
-                    )
-                    timings["poll moved after"] = round(time.monotonic() - lost_poller, 1)
-                    await answered(meanwhile)
-                    mark("no-poller answered")
-
-                    # 4. redis-server restarts while runs are in their tools.
-                    running = []
-                    for conversation in conversations[1::4]:
-                        sent = await send(conversation, "redis-mid", "a job across the restart")
-                        fake_llm.add(
-                            sent.token,
-                            Reply(tool_calls=[ToolCall("bash", {"command": MID_TOOL})]),
-                            Reply(text=reply_text(sent.token)),
-                        )
-                        running.append(sent)
-                    tokens = {s.token for s in running}
-                    await until(
-                        lambda: tokens <= {r.rule for r in fake_llm.requests if r.rule}, WAIT
-                    )
-                    await anyio.to_thread.run_sync(redis.restart)
-                    mark("redis restarted")
-                    # Not to the running ones: a message there would steer their runs.
-                    idle = [c for c in conversations if c not in conversations[1::4]]
-                    after = [plain(await send(c, "redis", "after the restart")) for c in idle[::3]]
-                    await answered(running + after)
-                    mark("after redis answered")
-
-                    # Nothing more comes: no late doubles.
-                    await anyio.sleep(3)
-                    # Workers first, together (one stopping hands its idle conversations
-                    # over; another must not take them then), then the frontend.
-                    codes: dict[str, int] = {}
-
-                    async def stopped(name: str) -> None:
-                        codes[name] = await stop(processes[name])
-
-                    for group in (WORKERS, ("f1", "f2")):
-                        async with anyio.create_task_group() as tg:
-                            for name in group:
-                                if processes[name].returncode is None:
-                                    tg.start_soon(stopped, name)
-                    assert all(code == 0 for code in codes.values()), codes
-                    mark("stopped")
+                    await run.start(stack)
+                    await run.spread()
+                    doomed = await run.kill_a_worker()
+                    await run.kill_the_poller(doomed)
+                    await run.restart_redis()
+                    await anyio.sleep(3)  # nothing more comes: no late doubles
+                    await run.stop_all()
                 ok = True
             finally:
-                kill_agents(data)
-                print(f"timings (s since start): {timings}")
-                print(f"lease holders seen: {owners}")
-
-                for request in fake_llm.requests:
-                    if request.rule:
-                        ledger.asked[request.rule] = ledger.asked.get(request.rule, 0) + 1
-                print(ledger.report())
-                if not ok:
-                    for name in ("f1", "f2", *WORKERS):
-                        print(f"--- {name}.log (tail)\n{log_of(tmp_path, name)[-3000:]}")
+                kill_agents(tmp_path / "data")
+                run.report(ok)
     for sent in ledger.sent:
         answers = ledger.answers(sent)
         assert answers == 1 or (answers == 0 and ledger.interrupted(sent.conversation)), (
