@@ -25,7 +25,7 @@ NetworkMode = Literal["isolated", "host", "off"]
 ApprovalMode = Literal["off", "dangerous", "writes", "all"]
 StopMode = Literal["detach", "stop"]
 
-KEY_PREFIXES = ("tg:", "slack:", "console")  # what a conversation key starts with
+KEY_PREFIXES = ("tg:", "slack:", "discord:", "console")  # what a conversation key starts with
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,9 @@ class BridgeClient(discord.Client):
 
 
 def make_client(settings: DiscordSettings, *, guild_ready_timeout: float = 2.0) -> BridgeClient:
+    # The bot joins no voice channel (a voice message is a file): discord.py's warning
+    # that voice channels need PyNaCl and davey says nothing to act on.
+    discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
     intents = discord.Intents.default()
     intents.message_content = settings.message_content
     return BridgeClient(

@@ -20,6 +20,7 @@ SECRETS: dict[tuple[str, ...], str] = {
     ("slack", "bot_token"): "SLACK_BOT_TOKEN",
     ("slack", "app_token"): "SLACK_APP_TOKEN",
     ("slack", "signing_secret"): "SLACK_SIGNING_SECRET",
+    ("discord", "bot_token"): "DISCORD_BOT_TOKEN",
 }
 
 # The environment contract (docs/design.md) plus a few operational extras, each
@@ -56,6 +57,12 @@ ENV_NAMES: dict[str, tuple[tuple[str, ...], Literal["str", "list"]]] = {
     "SLACK_ALLOWED_CHANNELS": (("slack", "allowed_channels"), "list"),
     "SLACK_HTTP_PORT": (("slack", "http_port"), "str"),
     "SLACK_HTTP_HOST": (("slack", "http_host"), "str"),
+    "DISCORD_BOT_TOKEN": (("discord", "bot_token"), "str"),
+    "DISCORD_ALLOWED_USERS": (("discord", "allowed_users"), "list"),
+    "DISCORD_ALLOWED_ROLES": (("discord", "allowed_roles"), "list"),
+    "DISCORD_APPROVERS": (("discord", "approvers"), "list"),
+    "DISCORD_ALLOWED_CHANNELS": (("discord", "allowed_channels"), "list"),
+    "DISCORD_API_URL": (("discord", "api_url"), "str"),
     "PI_BRIDGE_TRANSCRIBE_URL": (("transcribe", "url"), "str"),
     "PI_BRIDGE_TRANSCRIBE_MODEL": (("transcribe", "model"), "str"),
     "PI_BRIDGE_TRANSCRIBE_KEY_ENV": (("transcribe", "key_env"), "str"),

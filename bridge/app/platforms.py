@@ -29,6 +29,9 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from adapters.discord import convert as discord_convert
+from adapters.discord import runner as discord_runner
+from adapters.discord.settings import DiscordSettings
 from adapters.slack import convert as slack_convert
 from adapters.slack import runner as slack_runner
 from adapters.slack.groups import user_groups_in
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
     import anyio
     from pydantic import BaseModel
 
-    from bridge.app.schema import Config, SlackSection, TelegramSection
+    from bridge.app.schema import Config, DiscordSection, SlackSection, TelegramSection
     from bridge.options import BridgeOptions
     from bridge.platform import Adapter, InboundHandler
     from bridge.store.base import Store
@@ -200,6 +203,27 @@ async def _serve_slack(settings: SlackSettings, serving: Serving) -> None:
     )
 
 
+# --- Discord ----------------------------------------------------------------------------
+
+
+def discord_settings(section: DiscordSection, problems: list[str]) -> DiscordSettings | None:
+    if not section.token:
+        problems.append("DISCORD_BOT_TOKEN (environment): not set, but Discord is configured")
+        return None
+    return settings_from(DiscordSettings, section, problems, "discord", frozenset())
+
+
+async def _serve_discord(settings: DiscordSettings, serving: Serving) -> None:
+    # The gateway connection is held like Telegram's long poll: one frontend at a time.
+    await discord_runner.serve(
+        settings,
+        serving.bridge,
+        serving.store,
+        stop=serving.stopping,
+        poll_gate=serving.poll_gate,
+    )
+
+
 # --- the platforms ------------------------------------------------------------------------
 
 PLATFORMS = (
@@ -223,6 +247,16 @@ PLATFORMS = (
         serve=_serve_slack,
         adapter=slack_runner.build_adapter,
         check=slack_runner.check,
+    ),
+    Platform(
+        name="discord",
+        key_prefix=discord_convert.KEY_PREFIX,
+        section=lambda config: config.discord,
+        settings=discord_settings,
+        serve=_serve_discord,
+        adapter=discord_runner.build_adapter,
+        check=discord_runner.check,
+        polls=lambda _: True,
     ),
 )
 

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from adapters.discord.settings import PUBLIC_API as DISCORD_API
 from adapters.slack.settings import DEFAULT_API_BASE_URL as SLACK_API
 from adapters.slack.settings import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, SlackStreaming
 from adapters.telegram.settings import PUBLIC_API as TELEGRAM_API
@@ -99,6 +100,32 @@ class SlackSection(_Section):
     def _no_channels_is_every_channel(cls, value: list[str] | None) -> list[str] | None:
         # Unlike an empty user list (nobody), an empty channel list limits nothing.
         return value or None
+
+
+class DiscordSection(_Section):
+    """`[discord]`: the fields of `DiscordSettings` (lists become sets)."""
+
+    token: str = Field(default="", alias="bot_token", repr=False)
+    allowed_users: list[str] | None = None
+    allowed_roles: list[str] = []  # their members are allowed too
+    approvers: list[str] = []  # user or role ids
+    allowed_channels: list[str] | None = None
+    api_url: str = DISCORD_API
+    message_content: bool = True  # the privileged intent (docs/commands.md, "Discord")
+
+    _urls = field_validator("api_url")(_http_url)
+
+    @field_validator("allowed_channels")
+    @classmethod
+    def _no_channels_is_every_channel(cls, value: list[str] | None) -> list[str] | None:
+        return value or None
+
+    @model_validator(mode="after")
+    def _roles_alone_are_an_allowlist(self) -> DiscordSection:
+        # Roles named and no user: only those roles' members, not everyone.
+        if self.allowed_roles and self.allowed_users is None:
+            return self.model_copy(update={"allowed_users": []})
+        return self
 
 
 class SandboxSection(_Section):
@@ -216,6 +243,7 @@ class Config(BaseSettings):
     sandbox: SandboxSection = SandboxSection()
     telegram: TelegramSection | None = None
     slack: SlackSection | None = None
+    discord: DiscordSection | None = None
     limits: LimitsSection = LimitsSection()
     defaults: DefaultsSection = DefaultsSection()
     chats: dict[str, ChatSection] = {}
