@@ -15,20 +15,28 @@ import pytest
 
 from bridge.options import ApprovalOptions
 from tests.adapters.discord.harness import WAIT, button, discord_bridge, shown, thread_of
+from tests.support.agents import DEFAULT_VERSION
+from tests.support.bridge_harness import options
 from tests.support.fake_discord import ALICE, BOB, GENERAL, ROLE_PI_USERS, FakeDiscord
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.journeys import (
+    ASK_ANSWER,
     NOT_REACHED,
     STEERED,
     UNSTEERED,
+    agent_got,
     requests_with,
+    script_dialog,
     script_long_run,
     script_steerable_run,
     tool_results,
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from bridge.options import BridgeOptions
+    from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
 
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
@@ -211,3 +219,34 @@ async def test_a_direct_message_is_its_own_conversation(
         await fake.user_says(dm, "answer me privately")
         await shown(fake, "Answered in the DM.", dm)
     assert fake.threads == []
+
+
+@pytest.mark.parametrize(
+    ("method", "asked", "typed", "prefilled"),
+    [("input", "Branch name?", "feature/kiwi", ""), ("editor", "Edit the note", "", "draft text")],
+)
+async def test_the_agents_text_question_is_answered_in_a_modal(
+    fake_llm: FakeLLM,
+    agent_home: AgentHome,
+    tmp_path: Path,
+    method: str,
+    asked: str,
+    typed: str,
+    prefilled: str,
+) -> None:
+    script_dialog(fake_llm, "branch", "Noted.", method)
+    argv = agent_home.argv(DEFAULT_VERSION, "-e", str(ASK_ANSWER))
+    opts = options(tmp_path / "data", argv, agent_home.env())
+    async with discord_bridge(opts) as fake:
+        mention = await fake.user_says(GENERAL, "pick a branch", mentions_bot=True)
+        thread = await thread_of(fake, mention)
+        dialog = await shown(fake, asked, thread.id)
+        pressed = await fake.press(dialog, button(dialog, "Answer"))
+        form = await fake.wait_for(lambda: next(iter(fake.modals), None), WAIT)
+        [field] = form.fields
+        assert (form.title, field.value) == (asked, prefilled)
+        values = {field.custom_id: typed} if typed else {}  # the editor's text sent as it was
+        await fake.submit_modal(form, values)
+        await shown(fake, "Noted.", thread.id)
+    assert not pressed.failed
+    assert agent_got(fake_llm, typed or prefilled)
