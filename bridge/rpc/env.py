@@ -38,7 +38,7 @@ BASE_ALLOWLIST = frozenset(
 )
 
 _BRIDGE_SECRET = re.compile(
-    r"^(TELEGRAM_.*|SLACK_.*|PI_BRIDGE_.*|REDIS_.*|.*_(BOT|APP)_TOKEN|.*SIGNING_SECRET.*)$",
+    r"^(TELEGRAM_.*|SLACK_.*|DISCORD_.*|PI_BRIDGE_.*|REDIS_.*|.*_(BOT|APP)_TOKEN|.*SIGNING_SECRET.*)$",
     re.IGNORECASE,  # settings loaders match names case-insensitively; so must the refusal
 )
 

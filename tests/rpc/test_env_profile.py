@@ -89,6 +89,23 @@ def test_a_refusal_names_every_refused_secret_and_is_a_value_error() -> None:
         assert secret not in str(caught.value)
 
 
+DISCORD = {
+    "DISCORD_BOT_TOKEN": "discord-bot-token-secret",
+    "DISCORD_API_URL": "http://127.0.0.1:9/api/v10",
+    "DISCORD_ALLOWED_USERS": "123",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISCORD))
+def test_discords_token_and_api_url_never_reach_the_agent_even_when_listed(name: str) -> None:
+    # DISCORD_API_URL matches no token pattern: only the platform's own prefix refuses it.
+    assert name not in agent_environment({**SOURCE, **DISCORD})
+    with pytest.raises(SecretInAgentEnv, match=name):
+        agent_environment({**SOURCE, **DISCORD}, extra_names=[name])
+    with pytest.raises(SecretInAgentEnv, match=name):
+        agent_environment(SOURCE, overrides={name: DISCORD[name]})
+
+
 @pytest.mark.parametrize(
     ("extra_names", "overrides", "expected"),
     [
