@@ -39,7 +39,7 @@ from bridge.approvals import (
 )
 from bridge.files.posting import ExportRefused, read_inside
 from bridge.model import Edit, Form, Send, Upload
-from bridge.platform import DirectMessages
+from bridge.platform import DirectMessages, PlatformError
 from bridge.render import DialogChoice
 from bridge.render.textbits import clip, code_block, delay
 from bridge.store.records import AuditEntry
@@ -67,7 +67,7 @@ GRANTED = "allowed by an earlier Always allow"
 REASON_FORM = Form("Why not? Your answer goes to the agent.", multiline=True)
 
 
-class Host(Protocol):
+class ApprovalConversation(Protocol):
     """The conversation, as its approvals see it."""
 
     key: str
@@ -88,16 +88,14 @@ class Host(Protocol):
 
 
 class Approvals:
-    def __init__(self, host: Host, services: Services) -> None:
-        self._host, self.s = host, services
+    def __init__(self, conversation: ApprovalConversation, services: Services) -> None:
+        self._conversation = conversation
+        self.services = services
         self._asked: dict[str, ApprovalAsk] = {}  # request id → the call waiting
         self._copies: dict[str, dict[str, ChatRef]] = {}  # request id → approver → DM
         self._dms: dict[str, ChatRef | None] = {}  # approvers' direct chats, once found
-        host.dialogs.on_settled, host.dialogs.on_closed = self.settled, self.closed
-
-    @property
-    def waiting(self) -> int:
-        return len(self._asked)
+        conversation.dialogs.on_settled = self.settled
+        conversation.dialogs.on_closed = self.closed
 
     async def asked(self, agent: AgentClient, request: SelectRequest, now: float) -> bool:
         """The agent sent a `select`: False if it is not the gate's; else it is allowed
@@ -105,39 +103,19 @@ class Approvals:
         ask = parse(request.title)
         if ask is None:
             return False
-        options = self.s.options.approvals
-        patterns = options.patterns if options.patterns is not None else DEFAULT_PATTERNS
+        options = self.services.options.approvals
+        patterns = DEFAULT_PATTERNS if options.patterns is None else options.patterns
         reason = reason_to_ask(ask, options.mode, patterns, str(agent.spec.cwd))
-        record = self._host.record
-        grant = granted(ask, record.grants if record else []) if reason is not None else None
-        if reason is None or grant is not None:
+        if reason is None:  # the mode lets it through
             await agent.answer_dialog(request.id, value="allow")
-            if grant is not None:  # a person's earlier answer decided: the log says whose
-                await self.s.store.audit(
-                    AuditEntry(
-                        at=self.s.wall(),
-                        key=self._host.key,
-                        user_id=grant.by,
-                        request_id=request.id,
-                        title=subject(ask),
-                        choice=GRANTED,
-                    )
-                )
             return True
-        copies = await self._direct_chats()
-        self._asked[request.id] = ask
-        self._copies[request.id] = copies
-        # File work (the preview reads the file an edit would change): off the loop.
-        text, whole = await anyio.to_thread.run_sync(self._question, ask, reason, agent.spec.cwd)
-        choices = self._choices(request.id)
-        self._host.submit(self._host.renderer.questions.open_approval(request.id, text, choices))
-        if whole:
-            name = f"{Path(ask.path).name or 'change'}.diff"
-            upload = Upload(f"diff:{request.id}", name, whole.encode(), "the whole diff")
-            if not self._host.life.hosting.posted(upload):  # not twice across a restart
-                self._host.submit([upload])
-        await self._host.dialogs.opened(request, now, [c.chat_id for c in copies.values()])
-        self._changed(now)
+        record = self._conversation.record
+        grant = None if record is None else granted(ask, record.grants)
+        if grant is not None:
+            await agent.answer_dialog(request.id, value="allow")
+            await self._granted(request, ask, grant.by)
+            return True
+        await self._question_shown(agent, request, ask, reason, now)
         return True
 
     async def settled(self, request_id: str, value: str | None, sender: Sender) -> str:
@@ -146,12 +124,12 @@ class Approvals:
         ask = self._asked.pop(request_id, None)
         if ask is None:
             return ""
-        record = self._host.record
+        record = self._conversation.record
         if value == "always" and record is not None and granted(ask, record.grants) is None:
-            grant = grant_for(ask, sender.id, self.s.wall())
+            grant = grant_for(ask, sender.id, self.services.wall())
             if grant is not None:
-                await self._host.save(grants=[*record.grants, grant])
-        self._changed(self.s.clock())
+                await self._conversation.save(grants=[*record.grants, grant])
+        self._changed(self.services.clock())
         return subject(ask)
 
     def closed(self, request_id: str | None = None) -> None:
@@ -160,7 +138,7 @@ class Approvals:
             self._asked.clear()
         elif self._asked.pop(request_id, None) is None:
             return
-        self._changed(self.s.clock())
+        self._changed(self.services.clock())
 
     def mirror(self, ops: Sequence[Op]) -> None:
         """Every op of a question's message goes to its copies too; the copies are
@@ -174,51 +152,82 @@ class Approvals:
             copies = self._copies.get(request_id, {})
             for approver, chat in copies.items():
                 copy = dataclasses.replace(op, slot=f"{op.slot}>{approver}")
-                self.s.outbox.submit(self._host.key, chat, [copy])
+                self.services.outbox.submit(self._conversation.key, chat, [copy])
             if isinstance(op, Edit) and not op.buttons:
                 self._copies.pop(request_id, None)
 
     # --- parts ------------------------------------------------------------------------
 
+    async def _granted(self, request: SelectRequest, ask: ApprovalAsk, by: str) -> None:
+        """A person's earlier "Always allow" decided: the audit log says whose."""
+        entry = AuditEntry(
+            at=self.services.wall(),
+            key=self._conversation.key,
+            user_id=by,
+            request_id=request.id,
+            title=subject(ask),
+            choice=GRANTED,
+        )
+        await self.services.store.audit(entry)
+
+    async def _question_shown(
+        self, agent: AgentClient, request: SelectRequest, ask: ApprovalAsk, reason: str, now: float
+    ) -> None:
+        """Ask a person: the question in this chat (and copies in the approvers' direct
+        messages), the whole diff attached when its preview is cut."""
+        conversation = self._conversation
+        copies = await self._direct_chats()
+        self._asked[request.id] = ask
+        self._copies[request.id] = copies
+        # File work (the preview reads the file an edit would change): off the loop.
+        text, whole = await anyio.to_thread.run_sync(self._question, ask, reason, agent.spec.cwd)
+        choices = self._choices(request.id)
+        conversation.submit(
+            conversation.renderer.questions.open_approval(request.id, text, choices)
+        )
+        if whole:
+            name = f"{Path(ask.path).name or 'change'}.diff"
+            upload = Upload(f"diff:{request.id}", name, whole.encode(), "the whole diff")
+            if not conversation.life.hosting.posted(upload):  # not twice across a restart
+                conversation.submit([upload])
+        await conversation.dialogs.opened(request, now, [c.chat_id for c in copies.values()])
+        self._changed(now)
+
     def _changed(self, now: float) -> None:
-        self._host.submit(self._host.renderer.waiting(len(self._asked), now))
-        self._host.life.waiting(len(self._asked), now)
+        self._conversation.submit(self._conversation.renderer.waiting(len(self._asked), now))
+        self._conversation.life.waiting(len(self._asked), now)
 
     async def _direct_chats(self) -> dict[str, ChatRef]:
         """Approver → their direct chat, for the copies (none unless asked for)."""
-        adapter = self.s.adapter
-        if self.s.options.approvals.notify_approvers != "dm" or not isinstance(
-            adapter, DirectMessages
-        ):
+        adapter = self.services.adapter
+        if self.services.options.approvals.notify_approvers != "dm":
             return {}
-        record = self._host.record
-        approvers = self.s.options.approvers_of(self._host.key) | set(
-            record.approvers if record else ()
-        )
+        if not isinstance(adapter, DirectMessages):
+            return {}
         chats: dict[str, ChatRef] = {}
-        for approver in sorted(approvers):
+        for approver in sorted(self._conversation.dialogs.approvers()):
             if approver not in self._dms:
                 try:
                     self._dms[approver] = await adapter.direct_chat(approver)
-                except Exception as exc:  # a group id, a user who never wrote to the bot
+                except PlatformError as exc:  # a group id, a user who never wrote to the bot
                     log.warning("no direct chat with approver %s: %s", approver, exc)
                     self._dms[approver] = None
             chat = self._dms[approver]
             # Where the conversation already is (an approver's own private chat), a
             # copy would only repeat the question.
-            if chat is not None and chat.chat_id != self._host.chat.chat_id:
+            if chat is not None and chat.chat_id != self._conversation.chat.chat_id:
                 chats[approver] = chat
         return chats
 
     def _question(self, ask: ApprovalAsk, reason: str, workspace: Path) -> tuple[str, str]:
         """The question's Markdown, and the whole diff when the preview was cut."""
-        expires = f"⏳ answer within {delay(self.s.options.dialog_timeout)}"
+        expires = f"⏳ answer within {delay(self.services.options.dialog_timeout)}"
         if ask.tool == "bash":
             where = f"in `{ask.cwd}`" if ask.cwd else ""
             head = f"✋ *Approve this command?* ({reason})"
             return "\n".join([head, code_block(ask.command), where, expires]), ""
         if ask.tool in ("edit", "write"):
-            sight = self._host.projects.sight(workspace)
+            sight = self._conversation.projects.sight(workspace)
             diff = diff_preview(ask, lambda path: previewed(workspace, path, sight))
             shown, was_cut = cut(diff, PREVIEW_CHARS)
             lines = [f"✋ *Approve this {ask.tool}?* ({reason})", f"`{ask.path}`"]
