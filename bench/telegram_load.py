@@ -107,7 +107,7 @@ class FakeThread:
     def _main(self) -> None:
         try:
             asyncio.run(self._serve())
-        except BaseException as exc:  # noqa: BLE001, RUF100 - raised again by the caller
+        except BaseException as exc:  # noqa: BLE001 - raised again by the caller
             self._error = exc
             self._ready.set()
 

@@ -25,8 +25,6 @@ NetworkMode = Literal["isolated", "host", "off"]
 ApprovalMode = Literal["off", "dangerous", "writes", "all"]
 StopMode = Literal["detach", "stop"]
 
-KEY_PREFIXES = ("tg:", "slack:", "discord:", "console")  # what a conversation key starts with
-
 
 @dataclass(frozen=True)
 class SandboxOptions:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from adapters.malformed import ignore_malformed
-from bridge.controls import COMMANDS
+from bridge.controls.table import COMMANDS
 from bridge.model import ButtonPress, ChatRef, Inbound, MessageRef, Sender
 
 if TYPE_CHECKING:

@@ -4,10 +4,6 @@
 `adapter` (`TelegramAdapter`, the bridge's `Adapter` on PTB's `Bot`), `runner`
 (`serve`: long polling or the webhook into `Bridge.handle`), `webhook`
 (the webhook endpoint), `settings` (`TelegramSettings`).
+
+This package imports nothing, so importing the pure converter loads no SDK.
 """
-
-from adapters.telegram.adapter import TelegramAdapter
-from adapters.telegram.runner import serve
-from adapters.telegram.settings import TelegramSettings
-
-__all__ = ["TelegramAdapter", "TelegramSettings", "serve"]

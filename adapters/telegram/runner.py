@@ -48,7 +48,7 @@ from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
 from bridge.admission import AdmissionFailed, retry_delay
-from bridge.controls import COMMANDS as REGISTRY
+from bridge.controls.table import COMMANDS as REGISTRY
 from bridge.files.attachments import too_large
 from bridge.model import Attachment, AttachmentRefused
 
@@ -254,7 +254,7 @@ class Delivery:
                 raise TypeError(f"an update is an object, not {type(raw).__name__}")
             return Update.de_json(raw, self.bot)
         # Whatever PTB raises on it, one update must not stop the others (`Delivery`).
-        except Exception as exc:  # noqa: BLE001, RUF100 (RUF100: while BLE is not selected)
+        except Exception as exc:  # noqa: BLE001 (RUF100: while BLE is not selected)
             skip_unreadable(f"telegram update {update_id(raw)}", exc, self.undecodable)
             return None
 

@@ -31,13 +31,12 @@ from pydantic import ValidationError
 from adapters.slack.settings import SlackSettings
 from adapters.telegram.settings import TelegramSettings
 from bridge.app.environment import SECRETS, env_tree
-from bridge.app.platforms import configured, open_platforms, open_to_everyone
+from bridge.app.platforms import KEY_PREFIXES, configured, open_platforms, open_to_everyone
 from bridge.app.projects_config import chat_project, project_options
 from bridge.app.schema import Config, LimitsSection
 from bridge.approvals.policy import check_patterns
 from bridge.model import ConversationSettings
 from bridge.options import (
-    KEY_PREFIXES,
     AgentOptions,
     ApprovalOptions,
     BridgeOptions,

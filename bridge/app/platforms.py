@@ -29,6 +29,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from adapters.console import KEY as CONSOLE_KEY
 from adapters.discord import convert as discord_convert
 from adapters.discord import runner as discord_runner
 from adapters.discord.settings import DiscordSettings
@@ -259,6 +260,9 @@ PLATFORMS = (
         polls=lambda _: True,
     ),
 )
+# What a conversation key starts with, for `[chats."<key>"]` and the projects' chats: each
+# platform's, and the console's one conversation.
+KEY_PREFIXES = (*(p.key_prefix for p in PLATFORMS), CONSOLE_KEY)
 
 
 def configured(config: Config, problems: list[str]) -> tuple[Configured, ...]:

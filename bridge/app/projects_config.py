@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from bridge.options import KEY_PREFIXES, ProjectOptions
+from bridge.app.platforms import KEY_PREFIXES
+from bridge.options import ProjectOptions
 
 if TYPE_CHECKING:
     from pathlib import Path

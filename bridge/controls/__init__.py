@@ -5,33 +5,6 @@ the router and the platforms' converters read them); `handling` and `handlers` c
 them out (`run`, `pick`); the handlers live by subject (`session`, `settings`,
 `export`) and see the conversation only through the `Target` Protocol.
 
-Python runs this file before any module of the package, so it imports only the pure
-parts: `run` and `pick` are taken from `handlers` when first asked for. Better still,
-import them from `bridge.controls.handlers` and the table from `bridge.controls.table`.
+Python runs this file before any module of the package, so it imports nothing: take
+the table from `bridge.controls.table` and `run`/`pick` from `bridge.controls.handlers`.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from bridge.controls.table import COMMANDS
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from bridge.controls.handlers import pick, run
-    from bridge.controls.target import Target
-    from bridge.model import Op
-
-
-def __getattr__(name: str) -> Callable[[Target, str, str], Awaitable[list[Op]]]:
-    """`run` and `pick`, imported from `handlers` on first use (see above)."""
-    if name in ("run", "pick"):
-        from bridge.controls import handlers
-
-        found: Callable[[Target, str, str], Awaitable[list[Op]]] = getattr(handlers, name)
-        return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["COMMANDS", "pick", "run"]

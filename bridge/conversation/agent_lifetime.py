@@ -285,6 +285,7 @@ class AgentLife:
                     task_status.started(agent)
                     await self._pump(agent)
         finally:
+            client.events.close()  # the reading end is ours (the client closes its own)
             self.agent = None
             self._scope = None
             self._run_started = None

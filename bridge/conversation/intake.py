@@ -103,10 +103,13 @@ class Intake:
         self._send.close()
 
     async def serve(self) -> None:
-        async for item in self._inbox:
-            await self._conversation.guarded(self._take, item)
-            if isinstance(item, Arrival):  # done, or its failure told: not again
-                self._services.taken(item.reading.inbound)
+        # Both ends are closed when serving ends, however it ends (anyio warns of an
+        # unclosed stream when it is collected).
+        with self._send, self._inbox:
+            async for item in self._inbox:
+                await self._conversation.guarded(self._take, item)
+                if isinstance(item, Arrival):  # done, or its failure told: not again
+                    self._services.taken(item.reading.inbound)
 
     async def _take(self, item: Arrival | Held) -> None:
         intents = self._conversation.intents

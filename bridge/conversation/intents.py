@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol
 
-from bridge import controls
+from bridge.controls import handlers
 from bridge.controls.target import Target
 from bridge.conversation.busy_asks import Asked
 from bridge.conversation.routing import (
@@ -88,7 +88,7 @@ class Intents:
             case DialogReply():
                 await conversation.dialogs.replied(conversation.agent, intent, inbound.sender)
             case Control():
-                conversation.submit(await controls.run(conversation, intent.name, intent.arg))
+                conversation.submit(await handlers.run(conversation, intent.name, intent.arg))
             case Ignore():
                 log.debug("conversation %s: ignored (%s)", conversation.key, intent.reason)
 
@@ -164,4 +164,4 @@ class Intents:
         conversation = self._conversation
         conversation.submit([AnswerPress(press.press_id, "✓")])
         conversation.submit(conversation.renderer.close_picker(choice.picker_id, choice.outcome))
-        conversation.submit(await controls.pick(conversation, choice.kind, choice.value))
+        conversation.submit(await handlers.pick(conversation, choice.kind, choice.value))

@@ -216,7 +216,7 @@ class Outbox:
                     entry = await self._await_turn(lane)
                     if entry is not None:
                         await self._carry_out(lane, entry)
-                except Exception as exc:  # noqa: BLE001, RUF100 - a bug, not a platform failure
+                except Exception as exc:  # noqa: BLE001 - a bug, not a platform failure
                     if lane.queue:
                         self._drop_head(lane, exc)  # progress past whatever op caused it
         finally:
@@ -362,7 +362,7 @@ class Outbox:
             await call(self._adapter, entry, self._slot_map, self._clock, self.drafts, self.streams)
         except PlatformError as exc:
             return self._recover(entry, exc)
-        except Exception as exc:  # noqa: BLE001, RUF100 - an adapter's bug: drop the op
+        except Exception as exc:  # noqa: BLE001 - an adapter's bug: drop the op
             return GiveUp(exc)
         if isinstance(entry.op, Send | Edit) and not is_routine(entry.op):
             # From the submit of the oldest op merged into it (`Entry.since`).

@@ -188,7 +188,7 @@ def _start(executable: str, argv: list[str], flags: dict[str, str], fds: dict[in
             if os.getppid() != keeper:
                 os._exit(143)
         os.execv(executable, argv)
-    except BaseException as exc:  # noqa: BLE001, RUF100 - a forked child must not return
+    except BaseException as exc:  # noqa: BLE001 - a forked child must not return
         print(f"cannot start {executable}: {exc}", file=sys.stderr)
     os._exit(127)
 
@@ -282,7 +282,7 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
             null = os.open(os.devnull, os.O_RDWR)
             place({0: null, 1: null})
             os.execv(pasta[0], pasta)
-        except BaseException as exc:  # noqa: BLE001, RUF100 - a forked child must not return
+        except BaseException as exc:  # noqa: BLE001 - a forked child must not return
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
         os._exit(127)
     ports = [int(p) for p in (flags.get("--host-ports") or "").split(",") if p.isdigit()]

@@ -15,10 +15,9 @@ from adapters.telegram.settings import TelegramSettings
 from bridge.app import serving
 from bridge.app.config import load_config
 from bridge.app.metrics import Metrics
-from bridge.app.platforms import PLATFORMS, Platform, Serving, slack_settings
+from bridge.app.platforms import KEY_PREFIXES, PLATFORMS, Platform, Serving, slack_settings
 from bridge.app.run import plain_bridges
 from bridge.model import ChatRef, Inbound, Sender
-from bridge.options import KEY_PREFIXES
 from bridge.store import open_store
 from tests.support.recording_adapter import RecordingAdapter
 
@@ -77,6 +76,7 @@ def test_the_platforms_are_told_apart_by_name_and_by_key() -> None:
     assert len(set(prefixes)) == len(prefixes)
     # `chats."<key>"` and the projects' keys are checked against these.
     assert set(prefixes) <= set(KEY_PREFIXES)
+    assert not any(a != b and b.startswith(a) for a in prefixes for b in prefixes)
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ import pytest
 
 from adapters.slack.convert import clean_text
 from adapters.telegram.runner import COMMANDS as TELEGRAM_MENU
-from bridge.controls import COMMANDS
 from bridge.controls.handlers import HANDLERS
 from bridge.controls.handling import Handlers, Handling, Picker
 from bridge.controls.registry import Command, Registry
+from bridge.controls.table import COMMANDS
 from bridge.conversation.routing import Control, FollowUp, Prompt, Steer, Stop, View, route, urgent
 from bridge.model import ChatRef, Inbound, Sender
 
