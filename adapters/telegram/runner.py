@@ -48,6 +48,7 @@ from adapters.telegram.adapter import TelegramAdapter, retry_seconds
 from adapters.telegram.convert import Me, convert
 from adapters.telegram.webhook import WebhookServer
 from bridge.admission import AdmissionFailed, retry_delay
+from bridge.backoff import Backoff
 from bridge.controls.table import COMMANDS as REGISTRY
 from bridge.files.attachments import too_large
 from bridge.model import Attachment, AttachmentRefused
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
 SHUTDOWN_TIMEOUT = 5.0  # the final offset confirmation and closing the HTTP clients
 DOWNLOAD_TIMEOUT = 30.0  # one photo (getFile + download, ≤ 20 MB by Bot API rules)
-ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0)  # seconds between failing polls
+POLL_BACKOFF = Backoff(first=1.0, cap=30.0)  # between failing polls: 1, 2, 4 … 30 s
 HTTP_POOL = 16  # the outbox calls concurrently for different chats
 POLL_READ_TIMEOUT = 5.0  # a long poll may take its `timeout` and this much more
 
@@ -331,8 +332,8 @@ class Poller:
                 await anyio.sleep(retry_seconds(exc))
                 continue
             except TelegramError as exc:  # also Conflict: another poller, or a webhook set
-                delay = ERROR_BACKOFF[min(failures, len(ERROR_BACKOFF) - 1)]
                 failures += 1
+                delay = POLL_BACKOFF.delay(failures)
                 log.warning("getUpdates failed (%s); retrying in %g s", exc, delay)
                 await anyio.sleep(delay)
                 continue

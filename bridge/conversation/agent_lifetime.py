@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from bridge.backoff import Backoff
 from bridge.containment.sandbox import contain
 from bridge.controls.session_files import new_session_name
 from bridge.conversation.hosts import Hosting
@@ -51,7 +52,8 @@ TICK = 0.25  # renderer flushes throttled text; well under any platform's edit i
 KILL_AFTER_ABORT = 15.0  # a run past max_run_time that ignores abort is killed
 # Restart back-off: an agent that dies this soon after starting counts as a crash loop.
 CRASH_WINDOW = 60.0
-MAX_BACKOFF = 60.0
+# Before the second start within CRASH_WINDOW 2 s, then doubling, at most 60 s.
+RESTART_BACKOFF = Backoff(first=1.0, cap=60.0)
 
 
 class LifetimeConversation(Holder, Protocol):
@@ -249,7 +251,7 @@ class AgentLife:
         recent = [t for t in self._spawns if now - t < CRASH_WINDOW]
         self._spawns = recent
         if len(recent) >= 2:
-            delay = min(MAX_BACKOFF, 2.0 ** (len(recent) - 1))
+            delay = RESTART_BACKOFF.delay(len(recent))
             notice = f"⏳ The agent keeps stopping; trying again in {delay:g} s."
             self._conversation.submit(self._conversation.renderer.notice(notice))
             await anyio.sleep(delay)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from bridge.model import AnswerPress, MessageRef, Send, Upload
+from bridge.platform import Streaming
 from bridge.render.status import Numbering
 from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan, process_start, remove_stale
 from bridge.rpc.profile import PROFILES
@@ -202,16 +203,16 @@ class Hosting:
     async def _end_streams(self, record: HostRecord) -> dict[str, str]:
         """Stop the streams an earlier bridge left open (their run goes on in a new
         one, as it is replayed) and clear the thread's status line; the other slots."""
-        stop = getattr(self.services.adapter, "stop_stream", None)
-        status = getattr(self.services.adapter, "set_status", None)
+        adapter = self.services.adapter
         chat = self._conversation.chat
         for slot, message_id in record.slots.items():
-            if slot.startswith(STREAM) and stop is not None:
-                with contextlib.suppress(Exception):  # gone, or refused: nothing to stop
-                    await stop(MessageRef(chat, message_id), "")
-                if status is not None:
-                    with contextlib.suppress(Exception):
-                        await status(chat, "")
+            if slot.startswith(STREAM) and isinstance(adapter, Streaming):
+                # Gone or refused, in any way (the platform's or, in a scale-out, the
+                # Redis hop's): nothing to stop, and the replay goes on regardless.
+                with contextlib.suppress(Exception):
+                    await adapter.stop_stream(MessageRef(chat, message_id), "")
+                with contextlib.suppress(Exception):
+                    await adapter.set_status(chat, "")
         return {k: v for k, v in record.slots.items() if not k.startswith(STREAM)}
 
     def run_ended(self, agent: AgentClient, tg: TaskGroup) -> None:

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from redis.exceptions import RedisError
 
+from bridge.backoff import Backoff, Retries
 from bridge.platform import PlatformError, perform
 from bridge.scale.budget import Budgets
-from bridge.scale.groups import Backoff, ensure_group
+from bridge.scale.groups import REDIS_BACKOFF, ensure_group
 from bridge.scale.wire import Answer, Call, Fenced, answered, failed
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ STREAM_CAP = 100_000  # entries kept in a call or reply stream (approximate trim
 BLOCK_MS = 2000
 CONCURRENT_CALLS = 64  # per frontend and platform
 REPLY_TRIES = 8  # ≈ 10 s of back-off: a Redis restart
+REPLY_BACKOFF = Backoff(first=0.1, cap=2.0)  # the waits between those tries
 
 
 def calls_stream(prefix: str, platform: str) -> str:
@@ -86,7 +88,7 @@ class CallServer:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        backoff, ready = Backoff(), False
+        retries, ready = Retries(REDIS_BACKOFF), False
         async with anyio.create_task_group() as tg:
             while True:
                 try:
@@ -112,9 +114,9 @@ class CallServer:
                     self._stats.redis_errors += 1
                     ready = False
                     log.warning("reading platform calls failed (%s); retrying", exc)
-                    await backoff.wait()
+                    await anyio.sleep(retries.next())
                     continue
-                backoff.reset()
+                retries.reset()
                 for _stream, entries in found or ():
                     for _id, fields in entries:
                         await self._limiter.acquire()
@@ -141,7 +143,6 @@ class CallServer:
     async def _reply(self, stream: str, answer: Answer) -> None:
         """The call was made: its answer must get through a Redis blip, or the worker
         would take the call for lost and make it again."""
-        backoff = Backoff(most=2.0)
         for attempt in range(REPLY_TRIES):
             try:
                 await self._redis.xadd(stream, {"a": answer.model_dump_json()}, maxlen=STREAM_CAP)
@@ -151,7 +152,7 @@ class CallServer:
                     raise
                 self._stats.redis_errors += 1
                 log.warning("answering a platform call failed (%s); retrying", exc)
-                await backoff.wait()
+                await anyio.sleep(REPLY_BACKOFF.delay(attempt + 1))
 
     async def _refused(self, call: Call) -> Answer | Literal[False] | None:
         """None: its worker gave up on it (past its deadline), and may have retried it

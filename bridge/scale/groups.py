@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from redis.exceptions import ResponseError
 
+from bridge.backoff import Backoff
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -16,18 +18,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class Backoff:
-    """Waits that double from `first` up to `most`, and start over after a success."""
-
-    def __init__(self, first: float = 0.1, most: float = 5.0) -> None:
-        self.first, self.most, self.delay = first, most, first
-
-    async def wait(self) -> None:
-        await anyio.sleep(self.delay)
-        self.delay = min(self.delay * 2, self.most)
-
-    def reset(self) -> None:
-        self.delay = self.first
+# Redis calls retried: 0.1 s doubling, at most 5 s, from the start again after a success.
+REDIS_BACKOFF = Backoff(first=0.1, cap=5.0)
 
 
 async def ensure_group(client: aioredis.Redis, stream: str, group: str, start: str = "0") -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from redis.exceptions import RedisError
 
+from bridge.backoff import Retries
 from bridge.outbox.calls import CALLING
 from bridge.platform import (
     Drafting,
@@ -33,7 +34,7 @@ from bridge.platform import (
     TransientError,
 )
 from bridge.scale.calls import BLOCK_MS, CALL_TIMEOUT, STREAM_CAP, calls_stream
-from bridge.scale.groups import Backoff
+from bridge.scale.groups import REDIS_BACKOFF
 from bridge.scale.wire import Answer, Call, Fenced, carried, raise_for
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class CallLink:
         # as it is read, so its start is what is unread.
         last = "0-0"
         task_status.started()
-        backoff = Backoff()
+        retries = Retries(REDIS_BACKOFF)
         while True:
             try:
                 found: Any = await self._redis.xread(
@@ -111,12 +112,11 @@ class CallLink:
                 )
             except RedisError as exc:
                 self._stats.redis_errors += 1
-                log.warning(
-                    "reading call answers failed (%s); retrying in %.1f s", exc, backoff.delay
-                )
-                await backoff.wait()
+                delay = retries.next()
+                log.warning("reading call answers failed (%s); retrying in %.1f s", exc, delay)
+                await anyio.sleep(delay)
                 continue
-            backoff.reset()
+            retries.reset()
             for _stream, entries in found or ():
                 for entry_id, fields in entries:
                     last = entry_id
