@@ -139,7 +139,7 @@ class FakeThread:
     def _main(self) -> None:
         try:
             asyncio.run(self._serve())
-        except BaseException as exc:  # noqa: BLE001, RUF100 - raised again by the caller
+        except BaseException as exc:  # noqa: BLE001 - raised again by the caller
             self._error = exc
             self._ready.set()
 
@@ -193,7 +193,10 @@ class Case:
     channels: int
     deltas: int
     rate: float
+    started: float = 0.0  # monotonic time of the first mention
     wall_s: float = 0.0  # first mention → every answer shown and the outbox empty
+    shown_s: float = math.nan  # first mention → the last answer shown whole
+    marked_s: float = math.nan  # first mention → the last reaction call (the runs' ✅)
     cpu_s: float = 0.0
     calls: dict[str, int] = field(default_factory=dict)
     limited: dict[str, int] = field(default_factory=dict)  # 429s the fake answered, by kind
@@ -294,6 +297,7 @@ async def _drive(case: Case, f: FakeThread, bridge: Bridge, within: float) -> di
     shown whole and the outbox is empty."""
     channels = (await f.read(text_channels))[: case.channels]
     cpu0, wall0 = time.process_time(), time.monotonic()
+    case.started = wall0
 
     async def mention(fake: FakeDiscord, i: int) -> int:
         text = f"bench id=t{i} deltas={case.deltas} rate={case.rate:g} marks=1"
@@ -361,6 +365,8 @@ def kind_of(call: Call) -> str:
 def _count(case: Case, calls: list[Call]) -> None:
     case.calls = dict(Counter(kind_of(c) for c in calls))
     case.limited = dict(Counter(kind_of(c) for c in calls if c.status == 429))
+    reactions = [c.at for c in calls if kind_of(c) == "reaction" and c.status < 300]
+    case.marked_s = max(reactions, default=math.nan) - case.started
 
 
 def _shown_marks(call: Call) -> tuple[int, list[int]] | None:
@@ -388,17 +394,20 @@ def _analyse(
         seen.extend([call.at] * max(0, max(shown[1]) - len(seen)))
     delays: list[float] = []
     ends: list[float] = []
+    whole: list[float] = []  # when each answer showed whole
     for run, emitted in emits.items():
         seen = shown_at.get(run, [])
         delays.extend(shown - sent for shown, sent in zip(seen, emitted, strict=False))
         case.delays_missing += max(0, len(emitted) - len(seen))
         if emitted and len(seen) >= len(emitted):
             ends.append(seen[len(emitted) - 1] - emitted[-1])
+            whole.append(seen[len(emitted) - 1])
     case.delays_missing += case.deltas * (len(runs) - len(emits))
     case.delays_measured = len(delays)
     case.p50_s, case.p99_s = percentile(delays, 50), percentile(delays, 99)
     case.max_s = max(delays, default=math.nan)
     case.end_p50_s, case.end_max_s = percentile(ends, 50), max(ends, default=math.nan)
+    case.shown_s = max(whole, default=math.nan) - case.started
 
 
 def _splits(case: Case, finals: dict[str, list[str]]) -> None:
@@ -447,8 +456,10 @@ def report(case: Case) -> list[str]:
         f"max {case.end_max_s:.2f} s",
         f"   answers split cleanly: {case.clean_splits} of {case.threads} "
         f"({case.answer_messages} messages hold answer text)",
-        f"   answers complete after {case.wall_s:.1f} s; CPU of this process (bridge, "
-        f"discord.py, fake) {case.cpu_s:.1f} s; stand-ins left running: {case.left_behind}",
+        f"   after the first mention: last answer shown whole {case.shown_s:.1f} s, last "
+        f"reaction {case.marked_s:.1f} s, outbox empty (answers complete) {case.wall_s:.1f} s",
+        f"   CPU of this process (bridge, discord.py, fake) {case.cpu_s:.1f} s; stand-ins left "
+        f"running: {case.left_behind}",
     ]
 
 
