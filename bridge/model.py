@@ -286,6 +286,15 @@ class PlatformLimits:
     # In chats with `ChatRef.is_group`; None: the same as in private chats.
     group_edit_interval: float | None = None
     group_chat_rate: float | None = None
+    # Each thread paced as a chat of its own: a Discord thread is a channel with its own
+    # limits, where a Slack thread or a Telegram topic shares its chat's.
+    thread_lanes: bool = False
+
+    def lane_of(self, chat: ChatRef) -> str:
+        """What one lane of calls (and one chat's rate) is kept for."""
+        if self.thread_lanes and chat.thread_id is not None:
+            return f"{chat.chat_id}/{chat.thread_id}"
+        return chat.chat_id
 
     def edit_interval_in(self, chat: ChatRef) -> float:
         if chat.is_group and self.group_edit_interval is not None:

@@ -6,10 +6,12 @@ returns at once. One worker per platform chat carries them out through the
 turning platform failures into retries, fallbacks or a logged drop.
 
 Invariants:
-- Ops for one platform chat (`ChatRef.chat_id`, so all threads and topics of a
-  channel) are carried out in submission order. The lane is the chat rather than
-  the thread because the platforms rate-limit per chat: a 429 in one thread holds
-  the whole channel anyway. Different chats never wait for each other.
+- Ops for one lane (`PlatformLimits.lane_of`) are carried out in submission order.
+  A lane is a chat (`ChatRef.chat_id`, so all threads and topics of a channel) where
+  the platform rate-limits per chat, as Telegram and Slack do: a 429 in one thread
+  holds the whole channel anyway. Where a thread has limits of its own (a Discord
+  thread is a channel: `thread_lanes`), each thread is a lane. Different lanes never
+  wait for each other.
 - Only queued ops are merged, never one whose call is in flight: a newer Edit of a
   slot replaces the queued Edit of that slot, or is folded into its queued Send;
   a Delete cancels the queued Edits of its slot and, with a queued Send, the Send

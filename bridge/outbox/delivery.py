@@ -180,9 +180,10 @@ class Outbox:
         return self._adapter.limits  # read on use: an adapter may adjust its limits
 
     def _lane(self, chat: ChatRef) -> Lane:
-        lane = self._lanes.get(chat.chat_id)
+        name = self._limits.lane_of(chat)
+        lane = self._lanes.get(name)
         if lane is None:
-            lane = self._lanes[chat.chat_id] = Lane(chat.chat_id)
+            lane = self._lanes[name] = Lane(name)
         return lane
 
     def _slot_map(self, key: str) -> SlotMap:

@@ -75,7 +75,7 @@ class Budgets:
         # A call that is no chat message (`Member.in_chat`) counts only against the bot.
         if chat is not None and MEMBER[method].in_chat:
             rate = limits.chat_rate_in(chat)
-            out.append(Bucket.at(f"{self._prefix}chat:{chat.chat_id}", rate))
+            out.append(Bucket.at(f"{self._prefix}chat:{limits.lane_of(chat)}", rate))
         return [b for b in out if b.rate > 0]
 
     async def wait_ms(self, buckets: list[Bucket]) -> int:

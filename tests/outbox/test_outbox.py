@@ -276,6 +276,33 @@ async def test_threads_of_one_chat_share_its_order_and_pace() -> None:
     assert rig.platform.texts("C1") == ["one", "two", "three"]
 
 
+async def test_threads_with_limits_of_their_own_are_lanes_of_their_own() -> None:
+    # Discord: a thread is a channel, rate-limited apart from its parent and siblings.
+    first, second = ChatRef("C1", "thread-1"), ChatRef("C1", "thread-2")
+    async with serving(PlatformLimits(thread_lanes=True), latency=5.0) as rig:
+        rig.outbox.submit("discord:G:C1:thread-1", first, [Send("a", "one"), Send("b", "two")])
+        rig.outbox.submit("discord:G:C1:thread-2", second, [Send("a", "three")])
+        await rig.outbox.flush()
+        assert rig.clock() < 11.5  # thread-2's call did not wait behind thread-1's two
+    assert rig.platform.texts(first) == ["one", "two"]
+    assert rig.platform.texts(second) == ["three"]
+
+
+LANES: list[tuple[PlatformLimits, ChatRef, str]] = [
+    (PlatformLimits(), ChatRef("C1"), "C1"),
+    (PlatformLimits(), ChatRef("C1", "t1"), "C1"),  # Slack threads, Telegram topics
+    (PlatformLimits(thread_lanes=True), ChatRef("C1"), "C1"),
+    (PlatformLimits(thread_lanes=True), ChatRef("C1", "t1"), "C1/t1"),  # Discord threads
+]
+
+
+@pytest.mark.parametrize(("limits", "chat", "lane"), LANES)
+def test_a_lane_is_the_chat_or_with_thread_lanes_the_thread(
+    limits: PlatformLimits, chat: ChatRef, lane: str
+) -> None:
+    assert limits.lane_of(chat) == lane
+
+
 async def test_calls_in_one_chat_are_spaced_by_the_chat_rate() -> None:
     async with serving(PlatformLimits(chat_rate=2.0)) as rig:
         await rig.deliver(*(Send(f"s{i}", f"m{i}") for i in range(6)))
