@@ -8,7 +8,7 @@ a code fence cut is closed and reopened). Length is measured in UTF-16 units, ne
 less than Discord's count, however it counts.
 
 The Markdown is the agent's, and a prompt injection may write it: it is shown, never
-obeyed. `disarmed` (bridge/render/textbits.py) runs first: a link shows its address,
+obeyed. `disarmed` (bridge/render/safe_markdown.py) runs first: a link shows its address,
 raw HTML and an "@" before a name (`@everyone`, `@here`) are parted or written as
 text, and in text `<`, `>` and `&` become entities. Discord reads no entities, so in
 text (never in code, which shows as written) they become backslash escapes instead
@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 import pyromark
 
 from adapters.discord.convert import button_id, form_id
-from bridge.render.textbits import clip, disarmed, unmentioned
+from bridge.render.safe_markdown import disarmed, unmentioned
+from bridge.render.textbits import clip
 from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ The Markdown is the agent's, and a prompt injection may write it: it is shown, n
 obeyed. Slack's reference does not say whether a markdown block acts on mrkdwn's
 controls (`<!here>`, `<!channel>`, `<!everyone>`, `<!subteam^…>`, `<@U…>`, `<#C…>`,
 `<url|label>`) or on a bare `@here`, so what is sent holds either way. A block gets
-`disarmed` Markdown (bridge/render/textbits.py: in text `<`, `>` and `&` become
+`disarmed` Markdown (bridge/render/safe_markdown.py: in text `<`, `>` and `&` become
 entities, raw HTML shows as written, a link shows its address, "@" is parted from a
 name), and in code, which is shown verbatim, each control is broken by a WORD JOINER
 after its "<" (`_guarded`), and so is a broadcast's "@". A stream's text comes already
@@ -31,7 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from adapters.slack.convert import ACTION_PREFIX
-from bridge.render.textbits import WORD_JOINER, disarmed
+from bridge.render.safe_markdown import WORD_JOINER, disarmed
 from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ converter: it escapes every reserved character, so Telegram's "can't parse
 entities" should not happen; if it does the outbox resends the plain fallback).
 
 The Markdown is the agent's, and a prompt injection may write it: it is shown, never
-obeyed. `disarmed` (bridge/render/textbits.py) runs first, so text that looks like a
+obeyed. `disarmed` (bridge/render/safe_markdown.py) runs first, so text that looks like a
 tag arrives as written (the converter drops raw HTML), a link shows its address, and
 an @username is not one Telegram would turn into a mention. The converter's entities
 are then held to that (`_inert`): only formatting, and links whose text is their own
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import telegramify_markdown
 from telegram.constants import MessageLimit
 
-from bridge.render.textbits import WORD_JOINER, disarmed, unmentioned
+from bridge.render.safe_markdown import WORD_JOINER, disarmed, unmentioned
 from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:

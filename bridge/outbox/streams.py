@@ -32,7 +32,8 @@ import anyio
 from bridge.outbox.pacing import Budget
 from bridge.outbox.refusals import Refusals
 from bridge.platform import Streaming
-from bridge.render.textbits import disarmed, sealed, settled
+from bridge.render.growing_markdown import sealed, settled
+from bridge.render.safe_markdown import disarmed
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge.render.textbits import WORD_JOINER, disarmed, literal
+from bridge.render.safe_markdown import WORD_JOINER, disarmed, literal
 
 OPTIONS = (
     pyromark.Options.ENABLE_TABLES

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge.render.textbits import disarmed, sealed
-from bridge.render.textbits import settled as settled_part
+from bridge.render.growing_markdown import sealed
+from bridge.render.growing_markdown import settled as settled_part
+from bridge.render.safe_markdown import disarmed
 from tests.render.test_disarmed import MENTION, PIECES, read
 
 SETTLED = [

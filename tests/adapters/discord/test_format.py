@@ -21,7 +21,7 @@ from adapters.discord.format import (
     size,
 )
 from bridge.model import Button, Form
-from bridge.render.textbits import WORD_JOINER as WJ
+from bridge.render.safe_markdown import WORD_JOINER as WJ
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ MarkdownV2 (the outbox resends the Markdown source as plain text), and captions.
 
 Telegram finds mentions and links in plain text by itself: an "@username" there
 notifies that person in a group, and a `tg://` address opens a profile or joins a
-chat. Plain agent text gets the rule the formatted text has (bridge/render/textbits.py):
+chat. Plain agent text gets the rule the formatted text has (bridge/render/safe_markdown.py):
 an "@" starting a name is parted from it by a WORD JOINER, and so is "tg:" from "//".
 The bridge itself sends no mention on Telegram, so nothing of its own is lost. Through
 the real `Outbox` and `TelegramAdapter` against the fake Bot API.
