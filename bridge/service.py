@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Protocol, Self
 import anyio
 
 from bridge.admission import ADMIT_TRIES, GIVEN_UP, AdmissionFailed, refusal, screen
+from bridge.conversation.agent_slots import AgentSlots
 from bridge.conversation.shared import Services
-from bridge.conversation.supervisor import AgentSlots, Supervisor
+from bridge.conversation.supervisor import Supervisor
 from bridge.model import AnswerPress, Send
 from bridge.outbox import Outbox
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
-from bridge.conversation.supervisor import LiveRuns
+from bridge.conversation.live_runs import LiveRuns
 from bridge.model import Button, ChatRef, Delete, Edit, PlatformLimits, React, Send
 from bridge.outbox import Outbox
 from bridge.platform import MessageGone

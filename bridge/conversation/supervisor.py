@@ -3,22 +3,11 @@
 Conversations are made on their first message that needs one (a press on a
 button of a conversation not in memory, or a message with nothing in it, is
 answered without one). Agents are the expensive part: `AgentSlots` caps how many
-run at once, and how many one person's conversations hold (`max_per_user`, by the
-conversation's owner); when a cap is reached, the least recently active *idle*
-agent under it is stopped to make room, and when all of them are busy the
-newcomer waits, told so in its chat. The reaper stops agents idle longer than
+run at once (agent_slots.py). The reaper stops agents idle longer than
 `idle_timeout` (their sessions resume on the next message), then lets
 conversations quiet as long leave memory, with their outbox lanes and slot maps:
-their lasting state is in the store. `drain()` is the graceful shutdown.
-
-A run's status message carries [⏹ Stop] until the run ends; a process killed
-without a drain leaves it so for good. `LiveRuns` therefore keeps a record in the
-store of each conversation's live status message, from the ops the outbox carries
-out, and on start edits the ones an earlier process left live to say it stopped
-(once: each record is dropped as its edit is queued) and marks the user's messages
-that the run was working on (its prompt, and any steered into it) failed. The
-agent's session is on disk, so the conversation itself resumes on its next message
-as after any restart.
+their lasting state is in the store. `drain()` is the graceful shutdown. On start,
+the status messages an earlier process left live are retired (live_runs.py).
 """
 
 from __future__ import annotations
@@ -29,23 +18,19 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from bridge.conversation.agent_slots import AgentSlots
 from bridge.conversation.core import Conversation
 from bridge.conversation.dialogs import dead_press
+from bridge.conversation.live_runs import LiveRuns
 from bridge.conversation.routing import Ignore, View, read, route
-from bridge.conversation.shared import Holder, Services, SlotGate
-from bridge.model import ChatRef, MessageRef, React, Sender
-from bridge.render.status import retire_after_crash, run_is_live
-from bridge.store.records import LiveRunRecord
+from bridge.model import ChatRef, Sender
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection
-
     from anyio.abc import TaskGroup, TaskStatus
 
     from bridge.conversation.routing import Reading
-    from bridge.model import Inbound, Op
-    from bridge.outbox import Outbox
-    from bridge.store.base import Store
+    from bridge.conversation.shared import Services
+    from bridge.model import Inbound, MessageRef, Op
     from bridge.store.records import ConversationRecord
 
 log = logging.getLogger(__name__)
@@ -53,141 +38,6 @@ log = logging.getLogger(__name__)
 REAP_EVERY = 15.0  # idle timeouts are minutes; checking a few times a minute is plenty
 DRAIN_POLL = 0.1
 FRESH = View()  # a conversation made now: idle, with no question open
-
-
-class AgentSlots(SlotGate):
-    """The caps on live agents: `limit` over all, and each conversation's
-    `max_per_user` over its owner's conversations."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
-        self.live: dict[str, Holder] = {}
-        self._changed = anyio.Event()
-
-    async def acquire(self, holder: Holder) -> None:
-        told: set[str] = set()
-        while holder.key not in self.live:
-            blocked = self._blocked(holder)
-            if blocked is None:
-                self.live[holder.key] = holder
-                return
-            notice, holders = blocked
-            victim = _least_recent_idle(holders)
-            if victim is not None:
-                log.info("evicting idle agent of %s", victim.key)
-                await victim.reap()
-                continue
-            if notice not in told:
-                told.add(notice)
-                holder.notify(notice)
-            await self._changed.wait()
-
-    def _blocked(self, holder: Holder) -> tuple[str, list[Holder]] | None:
-        """Why `holder` may not start an agent now, and the live agents one of
-        which could make room; None when it may."""
-        per_user = max(1, holder.max_per_user)
-        owner = holder.owner
-        theirs = [c for c in self.live.values() if c.owner == owner]
-        if len(theirs) >= per_user:
-            working = f"⏳ You have {len(theirs)} agents working"
-            return f"{working}; this one waits for one of them to finish.", theirs
-        if len(self.live) >= self.limit:
-            busy = f"⏳ All {self.limit} agents are busy; waiting for a free one…"
-            return busy, list(self.live.values())
-        return None
-
-    def admit(self, holder: Holder) -> None:
-        self.live[holder.key] = holder
-
-    def release(self, holder: Holder) -> None:
-        if self.live.get(holder.key) is holder:
-            del self.live[holder.key]
-        self.changed()
-
-    def changed(self) -> None:
-        """Something may have become free or idle: waiters look again."""
-        self._changed.set()
-        self._changed = anyio.Event()
-
-
-def _least_recent_idle(holders: list[Holder]) -> Holder | None:
-    idle = [c for c in holders if c.idle]
-    return min(idle, key=lambda c: c.last_active, default=None)
-
-
-class LiveRuns:
-    """The store's record of live status messages (see the module docstring)."""
-
-    def __init__(self, store: Store, wall: Callable[[], float]) -> None:
-        self._store = store
-        self._wall = wall
-        self._recorded: dict[str, LiveRunRecord] = {}  # conversation key → its live run
-        self._working: dict[str, list[str]] = {}  # conversation key → its messages marked 👀
-
-    async def delivered(self, key: str, chat: ChatRef, op: Op, ref: MessageRef | None) -> None:
-        """An outbox observer: only a run's start and end (and its prompt's reactions)
-        touch the store, not its progress edits."""
-        if isinstance(op, React):
-            await self._reacted(key, op)
-            return
-        live = run_is_live(op)
-        recorded = self._recorded.get(key)
-        if live and ref is not None and (recorded is None or ref.message_id != recorded.message_id):
-            record = _record(key, chat, ref.message_id, self._wall(), self._working.get(key, []))
-            self._recorded[key] = record
-            await self._store.put_live_run(record)
-        elif live is False and recorded is not None:
-            del self._recorded[key]
-            await self._store.drop_live_run(key, recorded.message_id)
-
-    async def _reacted(self, key: str, react: React) -> None:
-        # Reactions have a lane of their own: 👀 may land before or after the status.
-        working = self._working.setdefault(key, [])
-        if react.state == "working":
-            working.append(react.message_id)
-        elif react.message_id in working:
-            working.remove(react.message_id)
-        if not working:
-            del self._working[key]
-        recorded = self._recorded.get(key)
-        if recorded is not None and recorded.working_on != working:
-            record = recorded.model_copy(update={"working_on": list(working)})
-            self._recorded[key] = record
-            await self._store.put_live_run(record)
-
-    async def retire(
-        self, outbox: Outbox, key_prefix: str = "", skip: Collection[str] = (), only: str = ""
-    ) -> int:
-        """Queue the edit of every status an earlier process left live in conversations
-        under `key_prefix` (another platform's are not this outbox's to edit), but
-        those in `skip` (their agents run on), or only `only`'s; how many there were."""
-        records = [
-            r
-            for r in await self._store.live_runs()
-            if r.key.startswith(key_prefix) and r.key not in skip and (r.key == only or not only)
-        ]
-        for record in records:
-            chat = ChatRef(record.chat_id, record.thread_id, record.is_group)
-            slot, edit = retire_after_crash(record.message_id)
-            outbox.adopt(record.key, slot, MessageRef(chat, record.message_id))
-            outbox.submit(record.key, chat, [edit])
-            outbox.submit(record.key, chat, [React(m, "failed") for m in record.working_on])
-            await self._store.drop_live_run(record.key, record.message_id)
-        return len(records)
-
-
-def _record(
-    key: str, chat: ChatRef, message_id: str, now: float, working_on: list[str]
-) -> LiveRunRecord:
-    return LiveRunRecord(
-        key=key,
-        chat_id=chat.chat_id,
-        thread_id=chat.thread_id,
-        is_group=chat.is_group,
-        message_id=message_id,
-        started_at=now,
-        working_on=list(working_on),
-    )
 
 
 class Supervisor:

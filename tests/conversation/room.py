@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from bridge.conversation.agent_slots import AgentSlots
 from bridge.conversation.core import Conversation
 from bridge.conversation.routing import read
 from bridge.conversation.shared import Services
-from bridge.conversation.supervisor import AgentSlots
 from bridge.model import ButtonPress, Inbound, Sender
 from bridge.outbox import Outbox
 from bridge.service import new_token

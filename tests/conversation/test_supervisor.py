@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
+from bridge.conversation.agent_slots import AgentSlots
 from bridge.conversation.dialogs import NO_LONGER_ACTIVE
 from bridge.conversation.shared import Services
-from bridge.conversation.supervisor import AgentSlots, Supervisor
+from bridge.conversation.supervisor import Supervisor
 from bridge.model import Attachment, ButtonPress, ChatRef, Inbound
 from bridge.options import ApprovalOptions
 from bridge.outbox import Outbox
