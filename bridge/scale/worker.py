@@ -1,36 +1,26 @@
 """A worker: owns conversations by lease, carries out their inbounds, runs their agents.
 
-Per conversation the inbounds arrive on their own stream (`in:<key>`), read
-through one consumer group: the stream moves with the conversation's lease, so a
-worker that takes a conversation over finds exactly its unfinished inbounds in the
-group's pending list (the earlier owner's entries are claimed over to it), and no
-conversation's backlog waits behind another's. An inbound is acknowledged (and
-removed) only once its conversation carried it out (`Services.taken`), by a script
-that checks the lease's holder and fencing token first.
-
 Loops: claims (a conversation with no owner, while there is room: `max_agents`),
-reading (one blocking XREADGROUP over every owned stream), renewing (every third
-of `lease_ttl`; a lease found lost, or not confirmed by Redis for a whole
-`lease_ttl`, is let go of at once: agent stopped, nothing more touched), and a
-sweep (conversations whose owner's lease lapsed, stale claims, idle conversations
-handed back).
+reading and acknowledging the owned conversations' inbounds (`Inbounds`,
+inbounds.py), renewing (every third of `lease_ttl`; a lease found lost, or not
+confirmed by Redis for a whole `lease_ttl`, is let go of at once: agent stopped,
+nothing more touched), and a sweep (conversations whose owner's lease lapsed, stale
+claims, idle conversations handed back).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError
 
 from bridge.scale.groups import ensure_group, forever, take_pending
+from bridge.scale.inbounds import Inbounds
 from bridge.scale.lease import Leases
 from bridge.scale.names import OWNER, WORKERS, claims_stream, inbound_stream
 from bridge.scale.owned import Owned, WorkerSettings
-from bridge.scale.wire import unwrap
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -42,9 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BLOCK_MS = 250  # a newly owned stream joins the blocking read within this
 SWEEP_BATCH = 100
-RETRY_AFTER = 1.0  # s before an inbound that could not be taken in is read again
 RELEASE_FLUSH = 10.0  # s a handed-back conversation's last chat output may take
 
 
@@ -63,9 +51,8 @@ class Worker:
         self._leases = Leases(client, prefix)
         self.bridges: list[Bridge] = []  # one per platform, set before `run`
         self.owned: dict[str, Owned] = {}
-        self._events: dict[str, str] = {}  # event id → conversation key, while in flight
-        self._claiming = True
-        self._acks_in, self._acks = anyio.create_memory_object_stream[tuple[str, str]](10_000)
+        self.claiming = True
+        self.inbounds = Inbounds(client, prefix, settings.holder, stats, self._leases, self)
 
     # --- what the bridges call ------------------------------------------------------
 
@@ -75,20 +62,15 @@ class Worker:
 
     def taken(self, inbound: Inbound) -> None:
         """`Services.taken`: acknowledge the inbound's entry."""
-        key = self._events.pop(inbound.event_id, None)
-        owned = self.owned.get(key) if key is not None else None
-        if key is None or owned is None:
-            return
-        entry = owned.inflight.pop(inbound.event_id, None)
-        if entry is not None:
-            self._acks_in.send_nowait((key, entry))
+        self.inbounds.taken(inbound)
 
     # --- running --------------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._own_back)
-            for loop in (self._renewing, self._acking, self._reading, self._claims, self._sweeping):
+            inbounds = (self.inbounds.acking, self.inbounds.reading)
+            for loop in (self._renewing, *inbounds, self._claims, self._sweeping):
                 tg.start_soon(forever, loop)
             task_status.started()
             await anyio.sleep_forever()
@@ -100,7 +82,7 @@ class Worker:
         try:
             found = await self._leases.held_by(f"{self.settings.name}/")
         except RedisError as exc:
-            await self._redis_failed("looking for this worker's conversations", exc, retry=False)
+            await self.redis_failed("looking for this worker's conversations", exc, retry=False)
             return
         for key in found:
             try:
@@ -113,9 +95,9 @@ class Worker:
     async def hand_over(self, *, running_too: bool = False) -> None:
         """Stop claiming; let go of every conversation not running (SIGTERM), or of
         every one (`running_too`: the bridges drained with `on_stop = "stop"`)."""
-        self._claiming = False
+        self.claiming = False
         for key in list(self.owned):
-            bridge = self._bridge_for(key)
+            bridge = self.bridge_for(key)
             conversation = bridge.supervisor.conversations.get(key) if bridge else None
             if running_too or conversation is None or not conversation.busy:
                 await self._release(key)
@@ -126,7 +108,7 @@ class Worker:
         stream = claims_stream(self._prefix)
         ready = False
         while True:
-            if not self._claiming or len(self.owned) >= self.settings.max_agents:
+            if not self.claiming or len(self.owned) >= self.settings.max_agents:
                 await anyio.sleep(0.5)
                 continue
             try:
@@ -142,15 +124,15 @@ class Worker:
                         await self._redis.xack(stream, WORKERS, entry_id)
             except RedisError as exc:
                 ready = False
-                await self._redis_failed("reading claims", exc)
+                await self.redis_failed("reading claims", exc)
 
     async def _claim(self, key: str, *, lapsed: bool = False) -> None:
-        bridge = self._bridge_for(key)
+        bridge = self.bridge_for(key)
         # Not while draining: a conversation taken over could not start here.
         if (
             key in self.owned
             or bridge is None
-            or not (self._claiming and bridge.supervisor.accepting)
+            or not (self.claiming and bridge.supervisor.accepting)
         ):
             return
         settings = self.settings
@@ -172,122 +154,7 @@ class Worker:
         except Exception:
             log.exception("taking over %s failed", key)
 
-    # --- reading ----------------------------------------------------------------------
-
-    async def _reading(self) -> None:
-        while True:
-            now = anyio.current_time()
-            streams: dict[Any, Any] = {
-                o.stream: o.cursor for o in self.owned.values() if o.resume_at <= now
-            }
-            if not streams or not self._claiming:  # draining: no new work is taken in
-                await anyio.sleep(BLOCK_MS / 1000)
-                continue
-            found = await self._read(streams)
-            if found is None:
-                continue
-            self._caught_up(found)
-            for stream, entries in found:
-                for entry_id, fields in entries:
-                    await self._hand(str(stream), str(entry_id), fields)
-
-    async def _read(self, streams: dict[Any, Any]) -> list[Any] | None:
-        """One blocking read of the owned streams; None when it failed (dealt with:
-        the next read goes on)."""
-        try:
-            found: Any = await self._redis.xreadgroup(
-                OWNER,
-                self.settings.holder,
-                streams,
-                count=20,
-                block=BLOCK_MS,
-            )
-        except ResponseError as exc:
-            if "UNBLOCKED" in str(exc):
-                return None  # a stream of this read was dropped (a conversation let go)
-            if "NOGROUP" in str(exc):
-                await self._regroup()
-            else:
-                await self._redis_failed("reading inbounds", exc)
-            return None
-        except RedisError as exc:
-            # What this read was answered may be lost with the connection: those
-            # entries are pending under this worker's name now; read them again.
-            for owned in self.owned.values():
-                owned.cursor = "0"
-            await self._redis_failed("reading inbounds", exc)
-            return None
-        return list(found or ())
-
-    def _caught_up(self, found: list[Any]) -> None:
-        """A pending read that found none of a stream's entries: done with them."""
-        returned = {str(s) for s, e in found if e}
-        for owned in list(self.owned.values()):
-            if owned.cursor != ">" and owned.stream not in returned:
-                owned.cursor = ">"
-
-    async def _hand(self, stream: str, entry_id: str, fields: dict[str, str]) -> None:
-        key = stream.removeprefix(inbound_stream(self._prefix, ""))
-        owned = self.owned.get(key)
-        if owned is None:
-            return
-        if owned.cursor != ">":
-            owned.cursor = entry_id
-            if entry_id in owned.inflight.values():
-                return  # read again with the pending ones: already being carried out
-        bridge = self._bridge_for(key)
-        try:
-            inbound, arrived = unwrap(fields.get("e", ""))
-        except ValueError:
-            log.warning("%s: an unreadable inbound was dropped", key)
-            self._acks_in.send_nowait((key, entry_id))
-            return
-        if not inbound.event_id:
-            inbound = dataclasses.replace(inbound, event_id=f"entry:{entry_id}")
-        wall = time.time()
-        if owned.cursor == ">":  # a first read: how long it waited in Redis
-            self._stats.stream_lag.observe(max(0.0, wall - int(entry_id.split("-")[0]) / 1000))
-        if bridge is None:
-            return
-        owned.inflight[inbound.event_id] = entry_id
-        self._events[inbound.event_id] = key
-        services = bridge.services
-        since = services.clock() - max(0.0, wall - arrived) if arrived else None
-        try:
-            delivered = await bridge.supervisor.deliver(inbound, since)
-        except Exception:
-            log.exception("%s: could not take an inbound in; it is read again", key)
-            delivered = False
-        if not delivered:  # left pending: read again shortly (or by the next owner)
-            owned.inflight.pop(inbound.event_id, None)
-            self._events.pop(inbound.event_id, None)
-            owned.cursor = "0"
-            owned.resume_at = anyio.current_time() + RETRY_AFTER
-
-    async def _regroup(self) -> None:
-        """Redis lost the groups (restarted without its data): make them again."""
-        for owned in list(self.owned.values()):
-            try:
-                await ensure_group(self._redis, owned.stream, OWNER)
-            except RedisError as exc:
-                await self._redis_failed("making a consumer group", exc)
-                return
-
-    # --- acknowledging, renewing, releasing -----------------------------------------
-
-    async def _acking(self) -> None:
-        async for key, entry in self._acks:
-            owned = self.owned.get(key)
-            if owned is None:
-                continue
-            while True:
-                try:
-                    ok = await self._leases.ack(owned.held, owned.stream, OWNER, entry)
-                    break
-                except RedisError as exc:
-                    await self._redis_failed("acknowledging an inbound", exc)
-            if not ok:
-                await self._lose(key)
+    # --- renewing, releasing -----------------------------------------------------------
 
     async def _renewing(self) -> None:
         ttl = self.settings.lease_ttl
@@ -303,27 +170,27 @@ class Worker:
                 if anyio.current_time() - confirmed >= ttl:
                     log.error("no lease confirmed for %g s: letting go of every conversation", ttl)
                     for key in keys:
-                        await self._lose(key)
+                        await self.lose(key)
                 continue
             confirmed = anyio.current_time()
             for key, ok in zip(keys, results, strict=True):
                 if not ok:
-                    await self._lose(key)
+                    await self.lose(key)
 
-    async def _lose(self, key: str) -> None:
+    async def lose(self, key: str) -> None:
         """The lease is another's now: stop this conversation here, touch nothing more."""
         if self._disown(key) is None:
             return
         self._stats.leases_lost += 1
         log.warning("%s: lease lost; its agent is stopped here", key)
-        bridge = self._bridge_for(key)
+        bridge = self.bridge_for(key)
         if bridge is not None:
             await bridge.supervisor.let_go(key)
 
     async def _release(self, key: str) -> None:
         if key not in self.owned:
             return
-        bridge = self._bridge_for(key)
+        bridge = self.bridge_for(key)
         if bridge is not None:  # still ours while its agent stops and its last ops go out
             await bridge.supervisor.let_go(key)
             with anyio.move_on_after(RELEASE_FLUSH):
@@ -335,13 +202,12 @@ class Worker:
             if await self._leases.release(owned.held):
                 await self._leases.drop_if_empty(owned.stream)
         except RedisError as exc:
-            await self._redis_failed(f"releasing {key}", exc, retry=False)
+            await self.redis_failed(f"releasing {key}", exc, retry=False)
 
     def _disown(self, key: str) -> Owned | None:
         owned = self.owned.pop(key, None)
         if owned is not None:
-            for event in owned.inflight:
-                self._events.pop(event, None)
+            self.inbounds.forget(owned)
             self._stats.leases_held = len(self.owned)
         return owned
 
@@ -353,16 +219,16 @@ class Worker:
             try:
                 await self._sweep()
             except RedisError as exc:
-                await self._redis_failed("sweeping", exc, retry=False)
+                await self.redis_failed("sweeping", exc, retry=False)
 
     async def _sweep(self) -> None:
         # Quiet conversations go back: their next message is claimed by whoever has room.
         for key, owned in list(self.owned.items()):
-            bridge = self._bridge_for(key)
+            bridge = self.bridge_for(key)
             in_memory = bridge is not None and key in bridge.supervisor.conversations
             if not in_memory and not owned.inflight and not await self._redis.xlen(owned.stream):
                 await self._release(key)
-        if not self._claiming:
+        if not self.claiming:
             return
         lapsed = await self._leases.lapsed(SWEEP_BATCH)
         runs = [r for b in self.bridges for r in await b.store.live_runs()] if lapsed else []
@@ -383,7 +249,7 @@ class Worker:
         a run left live, or an agent running under its host."""
         if key in live or await self._redis.xlen(inbound_stream(self._prefix, key)):
             return True
-        bridge = self._bridge_for(key)
+        bridge = self.bridge_for(key)
         record = await bridge.store.get_conversation(key) if bridge is not None else None
         return record is not None and record.host is not None
 
@@ -401,10 +267,10 @@ class Worker:
 
     # --- helpers ------------------------------------------------------------------------
 
-    def _bridge_for(self, key: str) -> Bridge | None:
+    def bridge_for(self, key: str) -> Bridge | None:
         return next((b for b in self.bridges if key.startswith(b.options.key_prefix)), None)
 
-    async def _redis_failed(self, doing: str, exc: Exception, *, retry: bool = True) -> None:
+    async def redis_failed(self, doing: str, exc: Exception, *, retry: bool = True) -> None:
         self._stats.redis_errors += 1
         log.warning("%s failed: %s", doing, exc)
         if retry:
