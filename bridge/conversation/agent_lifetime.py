@@ -217,15 +217,10 @@ class AgentLife:
         assert record is not None
         if options.agent.session_flags:
             argv += ["--session-dir", record.session_dir]
+            # A recorded file that is gone was told by `_tell_lost_session`: this runs
+            # in a worker thread, where nothing may be submitted to the outbox.
             if record.session_file and os.path.isfile(record.session_file):
                 argv += ["--session", record.session_file]
-            elif record.session_file:
-                # Its file is gone, or (a worker of a scale-out without shared storage)
-                # was never on this machine: say so rather than forget silently.
-                self._conversation.notify(
-                    "⚠️ The earlier session's history could not be resumed here (its file "
-                    "is not in this bridge's data dir); this starts a new session."
-                )
         elif record.session_file:
             # The legacy 0.13 writes the `--session` file it is given, but reads its
             # history back only with `--continue` (its main.js); see `name_session`.
@@ -257,6 +252,21 @@ class AgentLife:
             await anyio.sleep(delay)
         self._spawns.append(self.services.clock())
 
+    async def _tell_lost_session(self) -> None:
+        """The session file the record names is gone, or (a worker of a scale-out
+        without shared storage) was never on this machine: say so rather than start a
+        new session silently."""
+        record = self._conversation.record
+        if record is None or not record.session_file:
+            return
+        if not self.services.options.agent.session_flags:
+            return  # the legacy agent writes the file it is given
+        if not await anyio.Path(record.session_file).is_file():
+            self._conversation.notify(
+                "⚠️ The earlier session's history could not be resumed here (its file "
+                "is not in this bridge's data dir); this starts a new session."
+            )
+
     async def _run(self, *, task_status: TaskStatus[AgentClient]) -> None:
         self.closing = False
         self._done = anyio.Event()
@@ -267,6 +277,7 @@ class AgentLife:
         # The sandbox's config copy and the folders are file work: off the event loop.
         # A running agent's sandbox is not made again: its config copy is in use.
         git_dirs = self._conversation.projects.git_dirs()
+        await self._tell_lost_session()
         spec = await anyio.to_thread.run_sync(self.spec, workspace, git_dirs, reattach is None)
         client = AgentClient(
             spec,
