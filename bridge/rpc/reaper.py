@@ -286,7 +286,7 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
         os._exit(127)
     ports = [int(p) for p in (flags.get("--host-ports") or "").split(",") if p.isdigit()]
-    while not (_routed(holder) and _listening(holder, ports)):
+    while not _ready(holder, ports):
         done, _ = os.waitpid(helper, os.WNOHANG)
         if done or time.monotonic() > deadline:
             print(f"pasta did not connect the agent's network ({pasta[0]})", file=sys.stderr)
@@ -311,13 +311,24 @@ def _namespace_holder(info: int, deadline: float) -> int | None:
     return None
 
 
-def _routed(pid: int) -> bool:
-    """Whether `pid`'s network namespace has a default route yet (pasta's last step)."""
+def _ready(pid: int, ports: list[int]) -> bool:
+    """Whether pasta has connected `pid`'s namespace: a default route in some family,
+    and in each family that has one, each forwarded port listened on."""
+    families = [f for f in ("tcp", "tcp6") if _routed(pid, f)]
+    # Per family: pasta binds a port's IPv4 and IPv6 sockets one after the other, and an
+    # agent let go when only the IPv6 one was there had its 127.0.0.1 dial refused.
+    return bool(families) and all(set(ports) <= _listening(pid, f) for f in families)
+
+
+def _routed(pid: int, family: str) -> bool:
+    """Whether `pid`'s network namespace has a default route in `family` yet (pasta
+    sets its routes up before it listens)."""
     # A default route off the loopback (a new namespace has an unreachable one on lo).
     # IPv4 rows: interface, destination, …; IPv6 rows: destination, prefix, …, interface.
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/net/route") as routes:
-        if any(row.split()[1:2] == ["0" * 8] and row.split()[0] != "lo" for row in routes):
-            return True
+    if family == "tcp":
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/net/route") as routes:
+            return any(row.split()[1:2] == ["0" * 8] and row.split()[0] != "lo" for row in routes)
+        return False
     with contextlib.suppress(OSError), open(f"/proc/{pid}/net/ipv6_route") as routes:
         return any(
             row.split()[:2] == ["0" * 32, "00"] and row.split()[-1] != "lo" for row in routes
@@ -325,17 +336,15 @@ def _routed(pid: int) -> bool:
     return False
 
 
-def _listening(pid: int, ports: list[int]) -> bool:
-    """Whether pasta listens on each forwarded port inside `pid`'s namespace yet: it
-    sets its route up first, and a connection made between the two would be refused."""
+def _listening(pid: int, family: str) -> set[int]:
+    """The ports listened on in `pid`'s namespace, in `family` ("tcp" or "tcp6")."""
     found = set()
-    for table in ("tcp", "tcp6"):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/net/{table}") as sockets:
-            for row in sockets:
-                cols = row.split()  # sl, local address:port (hex), remote, state (0A: LISTEN)
-                if len(cols) > 3 and cols[3] == "0A":
-                    found.add(int(cols[1].rpartition(":")[2], 16))
-    return all(port in found for port in ports)
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/net/{family}") as sockets:
+        for row in sockets:
+            cols = row.split()  # sl, local address:port (hex), remote, state (0A: LISTEN)
+            if len(cols) > 3 and cols[3] == "0A":
+                found.add(int(cols[1].rpartition(":")[2], 16))
+    return found
 
 
 def _wait_for(agent: int) -> int:
