@@ -31,11 +31,17 @@ class ChatRef:
     `is_group` marks a chat the platform paces more strictly (Telegram groups); the
     outbox then uses `PlatformLimits`' group values. It is not stored: a ChatRef is
     rebuilt from every inbound update.
+
+    `reader` is whom an answer in the chat is for, in the platform's own words (Slack:
+    "team:user", which a stream outside a DM must name). It travels with the chat, so a
+    worker and whichever frontend makes its calls know it without having seen the
+    message; it is no part of the chat's identity.
     """
 
     chat_id: str
     thread_id: str | None = None
     is_group: bool = False
+    reader: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

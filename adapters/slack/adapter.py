@@ -188,7 +188,17 @@ class SlackAdapter:
         # DM's top-level conversation is answered by posting and editing.
         if not self.stream or chat.thread_id is None:
             return False
-        return is_dm(chat.chat_id) or self.recipients.of(chat) is not None
+        return is_dm(chat.chat_id) or self._recipient(chat) is not None
+
+    def _recipient(self, chat: ChatRef) -> tuple[str, str] | None:
+        """(team, user) a stream in `chat` is for: carried with the chat where the
+        conversation began from a message (under the scale-out, the worker and the
+        frontend making the call never saw it), else the thread's first writer noted."""
+        if chat.reader and chat.reader.count(":") == 1:
+            team, user = chat.reader.split(":")
+            if team and user:
+                return team, user
+        return self.recipients.of(chat)
 
     async def start_stream(
         self, chat: ChatRef, markdown: str, tasks: Sequence[Task] = ()
@@ -196,7 +206,7 @@ class SlackAdapter:
         args: dict[str, Any] = {"channel": chat.chat_id, "thread_ts": chat.thread_id}
         if content := chunks(markdown, tasks):  # a stream may start empty (nothing settled)
             args["chunks"] = content
-        recipient = self.recipients.of(chat)
+        recipient = self._recipient(chat)
         if recipient is not None and not is_dm(chat.chat_id):
             args["recipient_team_id"], args["recipient_user_id"] = recipient
         with translated("formatted"):

@@ -13,6 +13,7 @@ adapter download them with the bot token once the message is admitted.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from dataclasses import dataclass
@@ -162,6 +163,9 @@ def _converted(
     user = message.get("user") or bot_id
     from_self = bool(user and user == me.user_id) or bool(bot_id and bot_id == me.bot_id)
     is_bot = bool(bot_id) or message.get("subtype") == "bot_message"
+    if chat.thread_id is not None and user and not (is_bot or from_self):
+        # Whom a stream in this thread is for, carried with the chat (ChatRef.reader).
+        chat = dataclasses.replace(chat, reader=f"{team_of(key)}:{user}")
     inbound = Inbound(
         key=key,
         chat=chat,

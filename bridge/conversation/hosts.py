@@ -180,6 +180,7 @@ class Hosting:
             chat_id=chat.chat_id,
             thread_id=chat.thread_id,
             is_group=chat.is_group,
+            reader=chat.reader,
             runs=counts.runs,
             messages=counts.messages,
         )

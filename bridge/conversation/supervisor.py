@@ -97,7 +97,7 @@ class Supervisor:
         assert record.host is not None
         assert self._tg is not None
         host = record.host
-        chat = ChatRef(host.chat_id, host.thread_id, host.is_group)
+        chat = ChatRef(host.chat_id, host.thread_id, host.is_group, host.reader)
         conversation = Conversation(record.key, chat, Sender(record.owner or ""), self.services)
         self.conversations[record.key] = conversation
         await self._tg.start(conversation.run)

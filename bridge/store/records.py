@@ -56,6 +56,7 @@ class HostRecord(BaseModel):
     chat_id: str
     thread_id: str | None = None
     is_group: bool = False
+    reader: str | None = None  # ChatRef.reader: a stream taken back still names its reader
     applied: int = 0
     runs: int = 0
     messages: int = 0

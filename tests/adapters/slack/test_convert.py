@@ -139,6 +139,28 @@ def test_other_events_are_not_for_the_bridge(event: dict[str, Any]) -> None:
     assert from_event(envelope(event), ME, OWNED) is None
 
 
+@pytest.mark.parametrize(
+    ("event", "reader"),
+    [
+        pytest.param(MENTION, "T1:U1", id="a mention: its writer"),
+        pytest.param(THREAD_REPLY, "T1:U1", id="a reply in an owned thread: its writer"),
+        pytest.param(DM, None, id="a DM: a stream there names nobody"),
+        pytest.param(OWN, None, id="the bot's own message"),
+        pytest.param(OTHER_BOT, None, id="another bot"),
+    ],
+)
+def test_a_threads_chat_carries_whom_a_stream_there_is_for(
+    event: dict[str, Any], reader: str | None
+) -> None:
+    converted = from_event(envelope(event), ME, OWNED)
+    assert converted is not None
+    assert converted.inbound.chat.reader == reader
+    # Not part of the chat's identity: the conversation's lanes and keys stay one.
+    assert converted.inbound.chat == ChatRef(
+        converted.inbound.chat.chat_id, converted.inbound.chat.thread_id
+    )
+
+
 def test_the_bots_own_message_is_marked_from_self() -> None:
     converted = from_event(envelope(OWN), ME, OWNED)
     assert converted is not None
