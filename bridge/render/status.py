@@ -148,6 +148,8 @@ class RunStatus:
 
     def refresh(self, board: Board, now: float, *, force: bool = False) -> list[Op]:
         """Show the current state if the pace allows; otherwise remember to."""
+        if self.final is not None:
+            return []  # the final line is final: a late tick must not reopen it
         if not (force or self.pacer.due(now)):
             self.pacer.dirty = True
             return []

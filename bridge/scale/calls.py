@@ -14,9 +14,11 @@ is, which capability it needs (an adapter without it refuses the call) and wheth
 it counts against its chat's budget.
 
 A call is acknowledged as soon as a frontend reads it: it is made at most once. A
-call whose answer does not come within `CALL_TIMEOUT` is a `TransientError` to the
-outbox (which retries), and a frontend never makes a call past its deadline, so a
-retried call is not made twice by a slow frontend. Before a call for a
+call whose answer does not come within `CALL_TIMEOUT` (and a grace) is a
+`TransientError` to the outbox (which retries), and a frontend never makes a call past
+its deadline, nor lets one it is making run past it, so a retried call is not made
+twice by a slow frontend and a late edit never lands over a newer one (a status's
+final line edited back to "working…"). Before a call for a
 conversation the frontend checks the worker's fencing token is still the
 conversation's: a worker that lost its lease gets `Fenced` and touches nothing.
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,7 +52,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CALL_TIMEOUT = 30.0  # s a worker waits for a frontend's answer
+CALL_TIMEOUT = 30.0  # s from a call's send to its deadline
+# A worker waits this much past the deadline before it takes the call for lost: a
+# frontend cuts a call off at its deadline, so a call the worker retries, or an op it
+# sends next for the same message, can never be overtaken by the first one.
+ANSWER_GRACE = 5.0
 GROUP = "frontends"
 STREAM_CAP = 100_000  # entries kept in a call or reply stream (approximate trimming)
 BLOCK_MS = 2000
@@ -173,7 +180,13 @@ class CallServer:
         if (refused := await self._refused(call)) is not False:
             return refused
         try:
-            answer = answered(call.id, await perform(self._adapter, call.platform_call))
+            left = call.deadline - time.time() if call.deadline else math.inf
+            with anyio.move_on_after(left) as cut:
+                made = await perform(self._adapter, call.platform_call)
+            if cut.cancelled_caught:
+                log.warning("platform call %s cut off at its deadline", call.method)
+                return None  # its worker takes it for lost, after the deadline
+            answer = answered(call.id, made)
             if self._forms is not None and call.buttons:
                 # Its press may reach another frontend: the form must be found there.
                 with contextlib.suppress(RedisError):

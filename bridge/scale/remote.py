@@ -33,7 +33,7 @@ from bridge.platform import (
     Streaming,
     TransientError,
 )
-from bridge.scale.calls import BLOCK_MS, CALL_TIMEOUT, STREAM_CAP, calls_stream
+from bridge.scale.calls import ANSWER_GRACE, BLOCK_MS, CALL_TIMEOUT, STREAM_CAP, calls_stream
 from bridge.scale.groups import REDIS_BACKOFF
 from bridge.scale.wire import Answer, Call, Fenced, carried, raise_for
 
@@ -87,7 +87,7 @@ class CallLink:
             except RedisError as exc:
                 self._stats.redis_errors += 1
                 raise TransientError(f"Redis: {exc}") from None
-            with anyio.move_on_after(CALL_TIMEOUT):
+            with anyio.move_on_after(CALL_TIMEOUT + ANSWER_GRACE):
                 await done.wait()
             if not box:
                 raise TransientError(f"no frontend answered in {CALL_TIMEOUT:g} s")

@@ -267,6 +267,22 @@ async def test_a_call_whose_budget_wait_outlasts_its_deadline_is_not_made(
     assert r.platform.calls == []
 
 
+async def test_a_call_still_being_made_at_its_deadline_is_cut_off_unanswered(
+    client: aioredis.Redis,
+) -> None:
+    # Its worker takes it for lost after the deadline and goes on (a retry, or the next
+    # edit of the same message, e.g. a run's final line): the first must not land later.
+    async with rig(client) as r:
+        r.platform.latency = 1.0  # the platform takes a second to decide
+        late = replies_stream(r.prefix, "late")
+        call = Call(id="c", method="send", chat=CHAT, text="late", deadline=time.time() + 0.3)
+        await _put_call(r, call)
+        await anyio.sleep(1.5)
+        assert await client.xlen(late) == 0
+
+    assert r.platform.calls == []
+
+
 async def test_an_answer_added_while_the_reader_reconnects_still_arrives(
     client: aioredis.Redis,
 ) -> None:
