@@ -34,8 +34,11 @@ class Child:
     state: ChildState = "running"
     took: float | None = None  # seconds, when it ended
 
-    def line(self) -> str:
-        args = f"  {inline_code(clip(self.summary, ARGS_CHARS))}" if self.summary else ""
+    def line(self, *, code: bool = True) -> str:
+        """ "↳ ✓ read  `a.txt` · 12 ms"; without `code` (a task card's plain text), the
+        arguments go bare."""
+        args = clip(self.summary, ARGS_CHARS)
+        args = f"  {inline_code(args) if code else args}" if args else ""
         took = f" · {_took(self.took)}" if self.took is not None else ""
         return f"↳ {MARKS[self.state]} {self.name}{args}{took}"
 

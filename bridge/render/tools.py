@@ -323,7 +323,7 @@ def _task(call: ToolCall, status: TaskStatus, output: str) -> Task:
         return Task(call.id, title, status, shown)
     out = tail(output, 2, TASK_TEXT // 3) if output.strip() else ""
     newest = list(call.children.calls.values())[-TASK_SUB_LINES:]
-    steps = "\n".join([tally(call.children), *(child.line() for child in newest)])
+    steps = "\n".join([tally(call.children), *(c.line(code=False) for c in newest)])
     steps = clip(steps, TASK_TEXT - len(out) - 1)
     return Task(call.id, title, status, "\n".join(x for x in (steps, out) if x))
 

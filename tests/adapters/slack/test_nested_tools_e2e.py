@@ -82,7 +82,7 @@ async def test_nested_calls_are_sub_steps_of_their_parents_task_card(
     card = stream.tasks["call_fan"]
     assert card.status == "complete"
     assert card.output.startswith(tally), card.output
-    assert f'tick  `{{"n":{count},' in card.output  # the newest call is a sub-step
+    assert f'tick  {{"n":{count},' in card.output  # the newest call is a sub-step (no code)
     assert f"FANOUT-DONE {count} calls" in card.output  # under them, the tool's own output
     assert all(len(state["output"]) <= MAX_TASK_TEXT for state in card.history)
     texts = [m.visible for m in slack.messages.values() if m.stream is None]
