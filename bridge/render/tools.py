@@ -117,7 +117,7 @@ class Tools:
 
     def start(self, event: ToolExecutionStart, now: float, mode: Verbosity, scope: str) -> list[Op]:
         if event.parentToolCallId:
-            return self._nested(event, now, mode, scope)
+            return self._nested(event, event.parentToolCallId, now, mode, scope)
         call = self._call(event.toolCallId, event.toolName, event.args, now, mode)
         return self._show(call, scope, now, force=True)
 
@@ -125,7 +125,7 @@ class Tools:
         self, event: ToolExecutionUpdate, now: float, mode: Verbosity, scope: str
     ) -> list[Op]:
         if event.parentToolCallId:
-            return self._nested(event, now, mode, scope)
+            return self._nested(event, event.parentToolCallId, now, mode, scope)
         known = event.toolCallId in self._calls
         call = self._call(event.toolCallId, event.toolName, event.args, None, mode)
         if event.partialResult is not None:
@@ -134,7 +134,7 @@ class Tools:
 
     def end(self, event: ToolExecutionEnd, now: float, mode: Verbosity, scope: str) -> list[Op]:
         if event.parentToolCallId:
-            return self._nested(event, now, mode, scope)
+            return self._nested(event, event.parentToolCallId, now, mode, scope)
         call = self._call(event.toolCallId, event.toolName, None, None, mode)
         del self._calls[call.id]
         output = result_text(event.result)
@@ -180,13 +180,13 @@ class Tools:
     def _nested(
         self,
         event: ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd,
+        parent: str,
         now: float,
         mode: Verbosity,
         scope: str,
     ) -> list[Op]:
-        """A call another tool made: a sub-line of its root's message, never its own."""
-        assert event.parentToolCallId is not None
-        root, placeholder = self._root_of(event.parentToolCallId, now, mode)
+        """A call `parent` made: a sub-line of its root's message, never its own."""
+        root, placeholder = self._root_of(parent, now, mode)
         self._roots[event.toolCallId] = root.id
         child = root.children.calls.get(event.toolCallId)
         if child is None:
