@@ -250,6 +250,8 @@ class Runs:
 
     def _tool_start(self, event: ev.ToolExecutionStart, now: float, mode: Verbosity) -> list[Op]:
         ops = self._tools.start(event, now, mode, self._scope())
+        if event.parentToolCallId:
+            return ops  # shown inside its root; the status counts the model's calls only
         if self.run is not None:
             self.run.tools += 1
             label = f"{event.toolName} {summarize(event.toolName, event.args)}"
@@ -258,6 +260,8 @@ class Runs:
 
     def _tool_end(self, event: ev.ToolExecutionEnd, now: float, mode: Verbosity) -> list[Op]:
         ops = self._tools.end(event, now, mode, self._scope())
+        if event.parentToolCallId:
+            return ops
         if self.run is not None:
             self.run.running.pop(event.toolCallId, None)
         return ops + self.touch(now)

@@ -95,10 +95,14 @@ class MessageUpdate(Wire):
 
 
 class ToolExecutionStart(Wire):
+    """`parentToolCallId` (1.x): a call another tool made through `ctx.executeTool()`,
+    whose id is `<parent>/<n>` (docs/rpc.md, "Nested tool calls"); on all three events."""
+
     type: Literal["tool_execution_start"]
     toolCallId: str
     toolName: str = ""
     args: Any = None
+    parentToolCallId: str | None = None
 
 
 class ToolExecutionUpdate(Wire):
@@ -109,6 +113,7 @@ class ToolExecutionUpdate(Wire):
     toolName: str = ""
     args: Any = None
     partialResult: ToolResult | None = None
+    parentToolCallId: str | None = None
 
 
 class ToolExecutionEnd(Wire):
@@ -117,6 +122,7 @@ class ToolExecutionEnd(Wire):
     toolName: str = ""
     result: ToolResult | str | None = None  # legacy agents may send an error string
     isError: bool = False
+    parentToolCallId: str | None = None
 
 
 class BashExecutionUpdate(Wire):
