@@ -69,9 +69,10 @@ def from_agent(text: str) -> tuple[str, str]:
         lines.pop(0)
     if not lines:
         return "", ""
-    title = lines[0].strip().lstrip("#").strip().strip("*").strip()
+    title = lines[0].strip().lstrip("#").strip()
     if title.lower().startswith("title:"):
         title = title[len("title:") :].strip()
+    title = title.strip("*_").strip()
     body = "\n".join(lines[1:]).strip()
     if body.lower().startswith("description:"):
         body = body[len("description:") :].strip()

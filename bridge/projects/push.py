@@ -137,8 +137,18 @@ async def push(common: Path, remote: Remote, commit: str, branch: str) -> None:
         env={"GIT_DIR": str(common), **remote.env()},
     )  # fmt: skip
     if result.code != 0:
-        message = remote.redact(plain_error(result.err + "\n" + result.out))
+        message = remote.redact(push_message(result.err, result.out))
         raise PushError(refusal(message), message)
+
+
+def push_message(stderr: str, porcelain: str) -> str:
+    """What the remote said of a refused push (pure): its own lines ("remote: …", a
+    forge's reason), and the refused ref's reason from `--porcelain`; else git's."""
+    said = [line[len("remote:") :].strip() for line in stderr.splitlines()]
+    said = [line for line, raw in zip(said, stderr.splitlines(), strict=True)
+            if raw.startswith("remote:") and line]  # fmt: skip
+    reasons = [line.split("\t")[-1] for line in porcelain.splitlines() if line.startswith("!")]
+    return "; ".join([*said, *reasons]) or plain_error(stderr)
 
 
 async def conflicts(
