@@ -93,7 +93,7 @@ def test_which_forge_a_projects_requests_go_to(
         (
             "  Fix the login \n\nBecause it broke.\nTwice. ",
             ("Fix the login", "Because it broke.\nTwice."),
-        ),  # noqa: E501
+        ),
     ],
 )
 def test_the_persons_words_are_a_title_and_a_description(arg: str, found: tuple[str, str]) -> None:
