@@ -143,7 +143,7 @@ async def test_a_branch_becomes_a_pull_request_and_only_the_bridge_holds_the_key
                     forge="github",
                     forge_api_url=hub.url,
                     forge_repository="acme/web",
-                )  # fmt: skip
+                )
             },
             chats={KEY: ChatOptions(project="web", verbosity="off")},
         )
