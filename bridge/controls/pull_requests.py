@@ -99,6 +99,7 @@ async def pr(target: Target, arg: str) -> list[Op]:
         draft = draft.model_copy(update={"title": title, "body": body})
         await _keep(target, draft)
     try:
+        await work.check(projects)
         pending = await projects.pending()
         if pending:
             return _ask_commit(target, pending)
@@ -175,15 +176,18 @@ async def committed(target: Target, choice: str) -> list[Op]:
     """[Commit and push] or [Cancel] was pressed."""
     if choice != "commit":
         return target.renderer.notice("Cancelled: nothing committed, nothing pushed.")
+    draft = _draft(target)
     try:
-        draft = _draft(target)
         made = await work.commit(target.projects, draft.title or "Work from the conversation")
-        ops = target.renderer.notice(f"✅ Committed {made[:10]}.")
+    except ERRORS as exc:
+        return _refused(target, exc)
+    ops = target.renderer.notice(f"✅ Committed {made[:10]}.")
+    try:
         if draft.title or draft.pushed:
             return ops + await _publish(target, draft)
         return ops + await _ask_agent(target)
     except ERRORS as exc:
-        return _refused(target, exc)
+        return ops + _refused(target, exc)
 
 
 async def opened(target: Target, choice: str) -> list[Op]:

@@ -62,6 +62,13 @@ async def commit(projects: Projects, message: str) -> str:
     return await commit_all(tree, project.path, await projects.scratch(), message)
 
 
+async def check(projects: Projects) -> None:
+    """Refuse at once what no push could get past: no remote, no token in the bridge's
+    environment (before anything is committed or asked of the agent)."""
+    project, _ = await _parts(projects)
+    await remote_of(project)
+
+
 def forge_of(project: ProjectOptions, remote: Remote) -> Forge | None:
     place = place_of(project, remote.url)
     return GitHub(place, remote.token) if place is not None else None
