@@ -40,9 +40,10 @@ SUMMARY_PROMPT = (
     "pull request text only; do not run any command."
 )
 REBASE_PROMPT = (
-    "The branch conflicts with {base} on the remote, in: {files}. Bring {base} into this "
-    "branch (rebase onto it, or merge it) and resolve the conflicts, keeping the intent "
-    "of both sides; commit the result."
+    "This branch conflicts with {base} as it is on the remote, which is commit {commit} "
+    "(already in this repository; no fetch is needed), in: {files}. Rebase this branch "
+    "onto {commit} (or merge it in) and resolve the conflicts, keeping the intent of both "
+    "sides; commit the result."
 )
 _CAUSES = {
     "nothing": "Nothing to push",
@@ -248,7 +249,7 @@ def _refused(target: Target, exc: Exception) -> list[Op]:
         base = checkout.base if checkout else "the base"
         question = f"⚠️ Not pushed: {exc}. Ask the agent to bring {base} in and resolve them?"
         # The files travel in the button's value, which stays with the bridge.
-        asked = "rebase\n" + ", ".join(exc.files[:LISTED])
+        asked = f"rebase\n{exc.commit}\n" + ", ".join(exc.files[:LISTED])
         return picker(target, REBASE, question, [asked, "cancel"], ["Ask the agent", "Not now"])
     if isinstance(exc, work.PushError):
         return target.renderer.notice(f"⚠️ {_CAUSES[exc.kind]}: {exc}")
@@ -258,11 +259,13 @@ def _refused(target: Target, exc: Exception) -> list[Op]:
 async def rebase(target: Target, choice: str) -> list[Op]:
     """[Ask the agent] to resolve a conflict with the base, or [Not now]."""
     checkout = target.projects.checkout()
-    word, _, files = choice.partition("\n")
+    word, _, rest = choice.partition("\n")
+    commit, _, files = rest.partition("\n")
     if word != "rebase" or checkout is None:
         return target.renderer.notice("Left as it is. /pr again once the branch merges.")
     agent = await target.ensure_agent()
-    await agent.prompt(REBASE_PROMPT.format(base=checkout.base, files=files or "some files"))
+    asked = REBASE_PROMPT.format(base=checkout.base, commit=commit, files=files or "some files")
+    await agent.prompt(asked)
     return target.renderer.notice("Asked the agent to bring in the base branch; /pr again after.")
 
 

@@ -66,7 +66,7 @@ async def commit_all(tree: Worktree, repo: Path, scratch: Path, message: str) ->
                 "-m", message, env=env,
             )
         ).strip()  # fmt: skip
-        pack = await _pack(tree, taken.home, env, commit, parent)
+        pack = await pack_between(tree.common, taken.home, env, commit, parent)
         await anyio.to_thread.run_sync(write_pack, tree.common, pack)
     finally:
         await drop(taken)
@@ -75,26 +75,23 @@ async def commit_all(tree: Worktree, repo: Path, scratch: Path, message: str) ->
     return commit
 
 
-async def _pack(
-    tree: Worktree, home: Path, env: dict[str, str], commit: str, parent: str
+async def pack_between(
+    common: Path, home: Path, env: dict[str, str], tip: str, without: str
 ) -> list[tuple[str, bytes]]:
-    """The objects `commit` has that `parent` lacks, as a pack and its index."""
+    """The objects `tip` has that `without` lacks (found through `env`'s object dirs),
+    as a pack and its index made under `home`: what `write_pack` puts in the repository."""
     work = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp("", "pack-", home)))
     listed = await anyio.run_process(
         ["git", "-C", str(work), "pack-objects", "--revs", "--stdout", "-q"],
-        input=f"{commit}\n^{parent}\n".encode(),
-        env=_git_env(tree, env),
+        input=f"{tip}\n^{without}\n".encode(),
+        # The repository's common dir as git dir: nothing the agent writes is read.
+        env=environment({**env, "GIT_DIR": str(common)}),
         check=False,
     )
     if listed.returncode != 0:
-        raise WorktreeError(f"could not pack the commit: {listed.stderr.decode(errors='replace')}")
+        raise WorktreeError(f"could not pack {tip}: {listed.stderr.decode(errors='replace')}")
     data = listed.stdout
     await anyio.Path(work / "new.pack").write_bytes(data)
     name = (await git_ok(work, "index-pack", str(work / "new.pack"))).strip().split()[-1]
     index = await anyio.Path(work / "new.idx").read_bytes()
     return [(f"pack-{name}.pack", data), (f"pack-{name}.idx", index)]
-
-
-def _git_env(tree: Worktree, env: dict[str, str]) -> dict[str, str]:
-    # The repository's common dir as git dir: nothing the agent writes is read.
-    return environment({**env, "GIT_DIR": str(tree.common)})

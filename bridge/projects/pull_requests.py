@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from bridge.options import ProjectOptions
     from bridge.projects.forges import Checks, Forge, PullRequest
     from bridge.projects.project import Projects
-    from bridge.projects.push import Remote
+    from bridge.projects.push import Clash, Remote
     from bridge.projects.worktrees import Worktree
 
 __all__ = ["Conflict", "ForgeError", "Published", "PushError", "WorktreeError"]
@@ -32,10 +32,12 @@ __all__ = ["Conflict", "ForgeError", "Published", "PushError", "WorktreeError"]
 class Conflict(PushError):
     """The branch does not merge with the remote's base: these files clash."""
 
-    def __init__(self, base: str, files: tuple[str, ...]) -> None:
+    def __init__(self, base: str, clash: Clash) -> None:
+        files = clash.files
         shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
         super().__init__("conflict", f"the branch conflicts with {base} in {shown}")
         self.files = files
+        self.commit = clash.base  # the remote's base, now in the repository
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ async def publish(projects: Projects, title: str, body: str) -> Published:
     if ahead.code == 0 and ahead.out.strip() == "0":
         raise PushError("nothing", f"{tree.branch} has no commit that {tree.base} lacks")
     clash = await conflicts(tree.common, remote, tree.base, head, await projects.scratch())
-    if clash:
+    if clash is not None:
         raise Conflict(tree.base, clash)
     await push(tree.common, remote, head, tree.branch)
     forge = forge_of(project, remote)

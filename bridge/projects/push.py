@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
+from bridge.projects.commits import pack_between
 from bridge.projects.git import GUARDED, git, plain_error
+from bridge.projects.worktree_dirs import write_pack
 
 if TYPE_CHECKING:
     from bridge.options import ProjectOptions
@@ -84,6 +86,14 @@ class Remote:
         if agent := os.environ.get("SSH_AUTH_SOCK"):
             env["SSH_AUTH_SOCK"] = agent
         return env
+
+
+@dataclass(frozen=True)
+class Clash:
+    """The remote's base commit, and the files on which the branch conflicts with it."""
+
+    base: str
+    files: tuple[str, ...]
 
 
 def refusal(stderr: str) -> Refusal:
@@ -153,13 +163,14 @@ def push_message(stderr: str, porcelain: str) -> str:
 
 async def conflicts(
     common: Path, remote: Remote, base: str, commit: str, scratch: Path
-) -> tuple[str, ...]:
-    """The files on which `commit` conflicts with the remote's `base` (none when the
-    remote has no such branch). What is fetched and merged goes into an object dir
-    under `scratch` (the bridge's), none into the repository; no ref is written."""
+) -> Clash | None:
+    """Where `commit` conflicts with the remote's `base` (None: it merges, or the remote
+    has no such branch). What is fetched and merged goes into an object dir under
+    `scratch` (the bridge's), none into the repository, but for a conflict's base
+    commits (`_merged`); no ref is written."""
     head = await remote_head(common, remote, base)
     if head is None:
-        return ()
+        return None
     await anyio.Path(scratch).mkdir(parents=True, exist_ok=True)
     own = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp("", "merge-", scratch)))
     try:
@@ -180,7 +191,7 @@ def quoted(path: Path) -> str:
 
 async def _merged(
     common: Path, remote: Remote, base: str, head: str, commit: str, objects: dict[str, str]
-) -> tuple[str, ...]:
+) -> Clash | None:
     fetched = await git(
         common, *PUSH_GUARD, "fetch", "--no-tags", "--no-write-fetch-head", "--",
         remote.url, f"refs/heads/{base}", env=objects | remote.env(),
@@ -193,7 +204,12 @@ async def _merged(
         head, commit, env=objects,
     )  # fmt: skip
     if merged.code == 0:
-        return ()
+        return None
     if merged.code != 1:
         raise PushError("other", f"could not compare with {base}: {plain_error(merged.err)}")
-    return tuple(line for line in merged.out.splitlines()[1:] if line.strip())
+    # The agent is to bring the remote's base in, which it cannot fetch (it has no key):
+    # its commits go into the repository, as one pack written following no link.
+    own = Path(objects["GIT_OBJECT_DIRECTORY"])
+    pack = await pack_between(common, own, objects, head, commit)
+    await anyio.to_thread.run_sync(write_pack, common, pack)
+    return Clash(head, tuple(line for line in merged.out.splitlines()[1:] if line.strip()))

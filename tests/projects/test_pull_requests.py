@@ -211,15 +211,23 @@ async def test_a_conflict_with_the_remotes_base_names_the_files_and_pushes_nothi
     (other / "README.md").write_text("theirs\n")
     git(other, "commit", "-qam", "theirs")
     git(other, "push", "-q", "origin", "main")
-    objects_before = sorted(str(p) for p in (repo / ".git" / "objects").rglob("*"))
+    theirs = git(other, "rev-parse", "HEAD").strip()
+    objects = repo / ".git" / "objects"
+    loose_before = sorted(str(p) for p in objects.glob("??/*"))
+    refs_before = git(repo, "for-each-ref")
 
     with pytest.raises(work.Conflict) as refused:
         await work.publish(projects, "t", "")
 
     assert refused.value.files == ("README.md",)
+    assert refused.value.commit == theirs
     assert git(bare, "branch", "--list", "pi/*").strip() == ""
-    # What was fetched to compare went to the bridge's scratch dir, not the repository.
-    assert sorted(str(p) for p in (repo / ".git" / "objects").rglob("*")) == objects_before
+    # The remote's base reached the repository as one pack (for the agent to rebase
+    # onto), and nothing else: no loose object of the merge, no ref, no FETCH_HEAD.
+    git(repo, "cat-file", "-e", f"{theirs}^{{commit}}")
+    assert sorted(str(p) for p in objects.glob("??/*")) == loose_before
+    assert git(repo, "for-each-ref") == refs_before
+    assert not (repo / ".git" / "FETCH_HEAD").exists()
 
 
 # --- the key --------------------------------------------------------------------------
