@@ -34,6 +34,9 @@ from bridge.projects.worktree_dirs import write_pack
 if TYPE_CHECKING:
     from bridge.options import ProjectOptions
 
+# A push, a fetch of the base or a look at the remote: over the network, a branch's
+# worth of objects; past five minutes the remote is not answering.
+NETWORK_TIMEOUT = 300.0
 TOKEN_VARIABLE = "PI_BRIDGE_GIT_TOKEN"  # in the environment of the pushing git only
 USER_VARIABLE = "PI_BRIDGE_GIT_USER"
 # git calls it with "get", "store" or "erase"; only "get" answers. Both values come from
@@ -130,7 +133,7 @@ async def remote_head(common: Path, remote: Remote, branch: str) -> str | None:
     """The commit `branch` names on the remote; None when it has no such branch."""
     result = await git(
         common, *PUSH_GUARD, "ls-remote", "--heads", "--", remote.url, f"refs/heads/{branch}",
-        env={"GIT_DIR": str(common), **remote.env()},
+        env={"GIT_DIR": str(common), **remote.env()}, limit=NETWORK_TIMEOUT,
     )  # fmt: skip
     if result.code != 0:
         message = remote.redact(plain_error(result.err))
@@ -144,7 +147,7 @@ async def push(common: Path, remote: Remote, commit: str, branch: str) -> None:
     result = await git(
         common, *PUSH_GUARD, "push", "--porcelain", "--no-verify", "--", remote.url,
         f"+{commit}:refs/heads/{branch}",
-        env={"GIT_DIR": str(common), **remote.env()},
+        env={"GIT_DIR": str(common), **remote.env()}, limit=NETWORK_TIMEOUT,
     )  # fmt: skip
     if result.code != 0:
         message = remote.redact(push_message(result.err, result.out))
@@ -194,7 +197,7 @@ async def _merged(
 ) -> Clash | None:
     fetched = await git(
         common, *PUSH_GUARD, "fetch", "--no-tags", "--no-write-fetch-head", "--",
-        remote.url, f"refs/heads/{base}", env=objects | remote.env(),
+        remote.url, f"refs/heads/{base}", env=objects | remote.env(), limit=NETWORK_TIMEOUT,
     )  # fmt: skip
     if fetched.code != 0:
         message = remote.redact(plain_error(fetched.err))
