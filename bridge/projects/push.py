@@ -9,10 +9,12 @@ The token never travels in a URL or an argument. It is handed to git by a creden
 helper given on the command line (`-c credential.helper=`, after an empty one that
 drops any other helper), which prints it from a variable set in the environment of
 that one git process only, never in the bridge's own, never the agent's: the agent
-runs in its own PID namespace and cannot read git's environment, and the bridge's
-git never runs a hook. Without a token (SSH, or a remote on disk) git uses the
-operator's own key, which the agent never sees either (its HOME is its own). Any
-message git prints is cleaned of the token before anyone reads it (`redact`).
+runs in its own PID namespace and cannot read git's environment, which is besides
+made non-dumpable as the agent is (`bridge.rpc.nodump`, for an agent of the same user
+outside a sandbox), and the bridge's git never runs a hook. Without a token (SSH, or
+a remote on disk) git uses the operator's own key, which the agent never sees either
+(its HOME is its own). Any message git prints is cleaned of the token before anyone
+reads it (`redact`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import anyio
 from bridge.projects.commits import pack_between
 from bridge.projects.git import GUARDED, git, plain_error
 from bridge.projects.worktree_dirs import write_pack
+from bridge.rpc import nodump
 
 if TYPE_CHECKING:
     from bridge.options import ProjectOptions
@@ -88,6 +91,10 @@ class Remote:
         env = {USER_VARIABLE: self.user, TOKEN_VARIABLE: self.token or ""}
         if agent := os.environ.get("SSH_AUTH_SOCK"):
             env["SSH_AUTH_SOCK"] = agent
+        if self.token and (preload := nodump.library()) is not None:
+            # git and what it starts (the helper, git-remote-https) made non-dumpable as
+            # the agent is: a process of the same user cannot read their environment.
+            env["LD_PRELOAD"] = str(preload)
         return env
 
 

@@ -307,3 +307,20 @@ def test_the_bridges_git_never_carries_the_token_on_its_command_line() -> None:
     )
     assert got.stdout == f"username=x-access-token\npassword={TOKEN}\n"
     assert stored.stdout == ""
+
+
+async def test_the_git_holding_the_token_and_what_it_starts_are_not_dumpable(
+    tmp_path: Path,
+) -> None:
+    from bridge.projects.git import git_ok
+    from bridge.projects.push import Remote
+    from bridge.rpc import nodump
+
+    assert nodump.library() is not None, nodump.missing_reason()
+    asked = 'import ctypes; print("dumpable", ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))'
+    alias = f"alias.d=!python3 -c '{asked}'"
+    with_token = Remote("https://example.invalid/a.git", TOKEN, "u").env()
+    without = Remote("/srv/a.git", None, "u").env()
+
+    assert "dumpable 0" in await git_ok(tmp_path, "-c", alias, "d", env=with_token)
+    assert "dumpable 1" in await git_ok(tmp_path, "-c", alias, "d", env=without)
