@@ -111,3 +111,25 @@ async def test_a_conflict_names_its_files_and_offers_the_agents_help(tmp_path: P
         assert "Committed" in harness.all_text()
         assert question
     assert git(bare, "branch", "--list", "pi/*").strip() == ""
+
+
+async def test_edit_shows_the_draft_and_how_to_send_your_own_words(tmp_path: Path) -> None:
+    opts = bridge_options(tmp_path, str(tmp_path / "remote" / "web.git"))
+    bare_of(tmp_path)
+    async with running_bridge(opts) as harness:
+        await harness.say("/project web")
+        await harness.shown("📁 Project web")
+        await harness.say("/pr First try\nSome words.")
+        await harness.shown("Open a pull request from")
+        await harness.press("Edit…")
+        said = await harness.shown("To use your own words, send /pr")
+        assert "First try\n\nSome words." in said
+        await harness.say("/pr Second try")
+        question = await harness.shown("Second try")
+        assert "Open a pull request from" in question
+        await harness.press("Cancel", contains="Second try")
+        await harness.shown("Cancelled: nothing pushed.")
+        record = harness.bridge.supervisor.conversations[KEY].record
+        assert record is not None
+        assert record.pull_request is not None
+        assert (record.pull_request.title, record.pull_request.pushed) == ("Second try", "")
