@@ -101,6 +101,7 @@ class AgentEvents:
     async def _gone(self, event: AgentGone) -> None:
         conversation = self._conversation
         await conversation.dialogs.agent_gone()
+        conversation.projects.summary_wanted = False  # /pr's question went with the agent
         # Held for a compaction that will never end now: say so rather than lose them
         # silently (sending them on could start the same failure again).
         held = conversation.waiting.release()
