@@ -98,6 +98,8 @@ async def test_the_pull_request_lives_in_the_store_and_another_worker_tells_its_
                     w1 = await stack.enter_async_context(
                         bridge_process(tmp_path, role("w1"), "w1.log")
                     )
+                    # Both processes start from nothing: the gateway waits for the first.
+                    await fake.wait_for(lambda: len(fake.identified) == 1, WAIT)
                     mention = await fake.user_says(GENERAL, "make version two", mentions_bot=True)
                     thread = await thread_of(fake, mention, WAIT)
                     await shown(fake, "Version two is written.", thread.id, WAIT)
