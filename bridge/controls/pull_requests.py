@@ -20,7 +20,7 @@ from bridge.controls.common import data, picker
 from bridge.controls.handling import Picker
 from bridge.projects import pull_requests as work
 from bridge.projects.commits import branch_head
-from bridge.render.textbits import count
+from bridge.render.textbits import clip, count
 from bridge.rpc.commands import GetLastAssistantText
 from bridge.rpc.errors import AgentStartError
 from bridge.store.records import PullRequestRecord
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 NO_WORKTREE = "This conversation has no worktree: /pr pushes a project's branch (see /project)."
 LISTED = 20  # files named in the commit question
 MAX_TITLE = 200
+SHOWN_BODY = 1500  # of the description in the question: one message on every platform
 SUMMARY_PROMPT = (
     "Write a pull request for the changes on this branch: on the first line a short "
     "title (no more than 70 characters, no quotes or markdown heading), then an empty "
@@ -141,7 +142,7 @@ def _ask_open(target: Target, draft: PullRequestRecord) -> list[Op]:
     assert checkout is not None
     question = (
         f"Open a pull request from {checkout.branch} into {checkout.base}?\n\n"
-        f"{draft.title}\n\n{draft.body or '(no description)'}"
+        f"{draft.title}\n\n{clip(draft.body, SHOWN_BODY) or '(no description)'}"
     )
     labels = ["Open pull request", "Edit…", "Cancel"]
     return picker(target, OPEN, question, ["open", "edit", "cancel"], labels, one_per_row=True)
@@ -197,7 +198,7 @@ async def opened(target: Target, choice: str) -> list[Op]:
     if choice == "edit":
         text = (
             "To use your own words, send /pr with the title, and the description on the "
-            f"lines below it. The draft was:\n\n{draft.title}\n\n{draft.body}"
+            f"lines below it. The draft was:\n\n{draft.title}\n\n{clip(draft.body, SHOWN_BODY)}"
         )
         return target.renderer.notice(text)
     if choice != "open":
