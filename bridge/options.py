@@ -82,12 +82,19 @@ class ProjectOptions:
     `base` is the branch new worktrees fork from (None: the repository's HEAD
     branch); `chats` the key prefixes that may pick it with /project (empty: every
     chat); with `done_on_new`, /new also tidies the worktree up as /project done does.
+    The `remote*` and `forge*` fields are /pr's (bridge/projects/pull_requests.py).
     """
 
     path: Path
     base: str | None = None
     chats: tuple[str, ...] = ()
     done_on_new: bool = False
+    remote: str = "origin"
+    remote_token_env: str = ""  # its value is read at push time, never stored here
+    remote_user: str = "x-access-token"
+    forge: str | None = None  # "github", "none"; None: from the remote's host
+    forge_api_url: str = ""
+    forge_repository: str = ""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from adapters.slack.settings import SlackSettings
 from adapters.telegram.settings import TelegramSettings
 from bridge.app.environment import SECRETS, env_tree
 from bridge.app.platforms import KEY_PREFIXES, configured, open_platforms, open_to_everyone
-from bridge.app.projects_config import chat_project, project_options
+from bridge.app.projects_config import chat_project, project_options, push_tokens_kept
 from bridge.app.schema import Config, LimitsSection
 from bridge.approvals.policy import check_patterns
 from bridge.model import ConversationSettings
@@ -262,6 +262,7 @@ def _build(
     key_env = config.transcribe.key_env
     if key_env and key_env in agent_env:
         problems.append(f"{name('agent', 'env')}: refusing to pass the transcription key {key_env}")
+    problems += push_tokens_kept(config, agent_env, name("agent", "env"))
 
     patterns = config.approvals.patterns
     problems += [f"{name('approvals', 'patterns')}: {p}" for p in check_patterns(patterns or [])]

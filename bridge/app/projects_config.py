@@ -16,13 +16,16 @@ from bridge.app.platforms import KEY_PREFIXES
 from bridge.options import ProjectOptions
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
-    from bridge.app.schema import ChatSection, Config
+    from bridge.app.schema import ChatSection, Config, ProjectSection
 
 # One path component, and a word a person types after /project: no spaces, no
 # slashes, nothing that starts like an option or a hidden file.
 PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# A forge's repository, as its API names it: "owner/name" (GitLab: "group/sub/name").
+FORGE_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+")
 
 
 def project_options(
@@ -54,14 +57,34 @@ def project_options(
                     f"{', '.join(KEY_PREFIXES)} (`/status` shows a conversation's key)"
                 )
                 ok = False
+        ok = _remote_ok(at, section, where, problems) and ok
         if ok:
             projects[name] = ProjectOptions(
                 path=section.path if section.path.is_absolute() else cwd / section.path,
                 base=section.base,
                 chats=tuple(section.chats),
                 done_on_new=section.done_on_new,
+                remote=section.remote,
+                remote_token_env=section.remote_token_env,
+                remote_user=section.remote_user,
+                forge=section.forge,
+                forge_api_url=section.forge_api_url,
+                forge_repository=section.forge_repository,
             )
     return projects
+
+
+def _remote_ok(at: str, section: ProjectSection, where: str, problems: list[str]) -> bool:
+    """/pr's settings: a remote git cannot read as an option, a repository "owner/name"."""
+    ok = True
+    if not section.remote or section.remote.startswith("-"):
+        problems.append(f"{at}.remote{where}: {section.remote!r} is not a remote name or URL")
+        ok = False
+    repository = section.forge_repository
+    if repository and not FORGE_REPOSITORY.fullmatch(repository):
+        problems.append(f'{at}.forge_repository{where}: {repository!r} is not "owner/name"')
+        ok = False
+    return ok
 
 
 def chat_project(
@@ -84,3 +107,13 @@ def chat_project(
         )
         return None
     return chat.project
+
+
+def push_tokens_kept(config: Config, agent_env: Mapping[str, str], setting: str) -> list[str]:
+    """A project's push token passed to the agent would give it the bridge's key."""
+    return [
+        f"{setting}: refusing to pass project {name}'s push token {section.remote_token_env}: "
+        "only the bridge holds it"
+        for name, section in config.projects.items()
+        if section.remote_token_env and section.remote_token_env in agent_env
+    ]

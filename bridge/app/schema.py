@@ -190,6 +190,13 @@ class ProjectSection(_Section):
     base: str | None = None  # new branches fork from it; None: the repository's HEAD branch
     chats: list[str] = []  # key prefixes that may pick it with /project; []: every chat
     done_on_new: bool = False  # /new also tidies the worktree up, as /project done does
+    # /pr (bridge/projects/pull_requests.py): where the branch is pushed and the request opened.
+    remote: str = "origin"  # a remote of the repository, by name, or a URL
+    remote_token_env: str = ""  # the variable of the bridge's environment holding the token
+    remote_user: str = "x-access-token"  # the user name sent with the token over HTTPS
+    forge: Literal["github", "none"] | None = None  # None: from the remote's host
+    forge_api_url: str = ""  # "": https://api.github.com (GitHub Enterprise: its /api/v3)
+    forge_repository: str = ""  # "owner/name"; "": read from the remote's URL
 
 
 class FilesSection(_Section):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.controls import grants, projects, session, sessions, settings
+from bridge.controls import grants, projects, pull_requests, session, sessions, settings
 from bridge.controls.export import export
 from bridge.controls.files import get
 from bridge.controls.handling import Handlers, Handling
@@ -51,6 +51,9 @@ HANDLERS = Handlers(
         "commands": Handling(session.commands),
         "grants": Handling(grants.grants, (grants.REVOKE,)),
         "help": Handling(_help),
+        "pr": Handling(
+            pull_requests.pr, (pull_requests.COMMIT, pull_requests.OPEN, pull_requests.REBASE)
+        ),
     },
 )
 

@@ -29,6 +29,7 @@ class Picker:
 
     kind: str
     pressed: Handler
+    guarded: bool = False  # only the owner or an approver may press (what it does matters)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,5 +38,7 @@ COMMANDS = Registry(
         Command("grants", "commands and files allowed without asking", "settings",
                 usage="[clear]"),
         Command("help", "what the bridge understands", "settings"),
+        Command("pr", "push this conversation's branch and open its pull request", "session",
+                usage="[title]", idle_only=True),
     ]
 )  # fmt: skip

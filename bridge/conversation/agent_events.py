@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from bridge.conversation.intake import Intake
     from bridge.conversation.pending import Queued
     from bridge.model import Op
+    from bridge.projects.project import Projects
     from bridge.render import Renderer
     from bridge.rpc.agent_event import AgentEvent
     from bridge.rpc.client import AgentClient
@@ -49,6 +50,11 @@ class EventConversation(Protocol):
 
     @property
     def queued(self) -> Queued: ...
+
+    @property
+    def projects(self) -> Projects: ...
+
+    async def summary_ready(self, agent: AgentClient) -> None: ...
 
     def soon(self, handler: Callable[..., Awaitable[None]], *args: object) -> None: ...
 
@@ -83,6 +89,8 @@ class AgentEvents:
                 conversation.last_active = now
                 conversation.soon(conversation.adopt_session, agent)
                 conversation.soon(conversation.queued.run_ended)
+                if conversation.projects.summary_wanted:  # /pr asked for this run
+                    conversation.soon(conversation.summary_ready, agent)
             case DialogExpired():
                 await conversation.dialogs.expired(event)
             case CompactionEnd() | LegacyCompaction():
@@ -93,6 +101,7 @@ class AgentEvents:
     async def _gone(self, event: AgentGone) -> None:
         conversation = self._conversation
         await conversation.dialogs.agent_gone()
+        conversation.projects.summary_wanted = False  # /pr's question went with the agent
         # Held for a compaction that will never end now: say so rather than lose them
         # silently (sending them on could start the same failure again).
         held = conversation.waiting.release()

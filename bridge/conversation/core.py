@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from bridge.controls import pull_requests
 from bridge.conversation.agent_events import AgentEvents
 from bridge.conversation.agent_lifetime import AgentLife
 from bridge.conversation.approval_questions import Approvals
@@ -199,6 +200,10 @@ class Conversation:
 
     async def on_event(self, agent: AgentClient, event: AgentEvent, now: float) -> None:
         await self.events.handle(agent, event, now)
+
+    async def summary_ready(self, agent: AgentClient) -> None:
+        """The run /pr asked for a pull request's text ended: show it to confirm."""
+        self.submit(await pull_requests.summarized(self, agent))
 
     # --- record and output -------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from bridge.controls import handlers
 from bridge.controls.target import Target
 from bridge.conversation.busy_asks import Asked
+from bridge.conversation.dialogs import NOT_YOURS
 from bridge.conversation.routing import (
     AskBusy,
     Control,
@@ -142,7 +143,7 @@ class Intents:
             case QueueChoice() as choice:
                 await conversation.queued.pressed(press, choice, sender)
             case PickerChoice() as choice:
-                await self._picked(press, choice)
+                await self._picked(press, choice, sender)
             case None:
                 await conversation.dialogs.stale(conversation.agent, press, sender)
 
@@ -159,9 +160,14 @@ class Intents:
         conversation.submit(conversation.renderer.close_busy(choice.pending_id, outcome))
         await self.queue(asked.as_intent(later), asked.message_id)
 
-    async def _picked(self, press: Press, choice: PickerChoice) -> None:
-        """A control command's picker (/model, /sessions, …): closed, then carried out."""
+    async def _picked(self, press: Press, choice: PickerChoice, sender: Sender) -> None:
+        """A control command's picker (/model, /sessions, …): closed, then carried out;
+        a guarded one (/pr's) only for the owner or an approver."""
         conversation = self._conversation
+        found = handlers.HANDLERS.picker(choice.kind)
+        if found is not None and found[1].guarded and not conversation.dialogs.may_answer(sender):
+            conversation.submit([AnswerPress(press.press_id, NOT_YOURS, alert=True)])
+            return
         conversation.submit([AnswerPress(press.press_id, "✓")])
         conversation.submit(conversation.renderer.close_picker(choice.picker_id, choice.outcome))
         conversation.submit(await handlers.pick(conversation, choice.kind, choice.value))

@@ -22,7 +22,7 @@ from bridge.backoff import Backoff
 if TYPE_CHECKING:
     from pathlib import Path
 
-# No git command here touches the network, so a minute means something is stuck.
+# A git command that touches no network: a minute means something is stuck.
 GIT_TIMEOUT = 60.0
 # Another process's lock is usually held for milliseconds (a commit, a ref update).
 LOCK_RETRIES = 5
@@ -106,18 +106,20 @@ class Result:
     err: str
 
 
-async def git(where: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+async def git(
+    where: Path, *args: str, env: dict[str, str] | None = None, limit: float = GIT_TIMEOUT
+) -> Result:
     """Run git in `where`, retrying while another process holds one of git's locks."""
     for attempt in range(LOCK_RETRIES + 1):
         try:
-            with anyio.fail_after(GIT_TIMEOUT):
+            with anyio.fail_after(limit):
                 done = await anyio.run_process(
                     ["git", "-C", str(where), *args], check=False, env=environment(env)
                 )
         except FileNotFoundError as exc:
             raise WorktreeError("git is not installed (no 'git' on PATH)") from exc
         except TimeoutError as exc:
-            raise WorktreeError(f"git {verb(args)} took over {GIT_TIMEOUT:.0f} s") from exc
+            raise WorktreeError(f"git {verb(args)} took over {limit:.0f} s") from exc
         result = Result(
             done.returncode,
             done.stdout.decode("utf-8", "replace"),

@@ -284,3 +284,21 @@ class Projects:
         except WorktreeError as exc:
             return f"🗑 Discarded the worktree; its branch {tree.branch} is kept ({exc}). {back}"
         return f"🗑 Discarded the worktree and branch {checkout.branch}. {back}"
+
+    # --- pull requests (bridge/projects/pull_requests.py) --------------------------------
+
+    # /pr asked the agent for a title and description: its next run's end answers.
+    summary_wanted = False
+
+    async def tree(self) -> Worktree | None:
+        """The worktree with its git dirs as the bridge names them (None: no worktree)."""
+        return await self._located()
+
+    def options(self) -> ProjectOptions | None:
+        """The settings of the project the conversation's worktree is in."""
+        checkout = self._record.checkout
+        return self._project(checkout.project) if checkout is not None else None
+
+    async def scratch(self) -> Path:
+        """A dir of the bridge's own for the conversation's throwaway git objects."""
+        return await self._fresh_scratch()

@@ -76,6 +76,11 @@ def _objects(worktree: Worktree, own: Path, *more: Path) -> dict[str, str]:
     }
 
 
+def objects_env(worktree: Worktree, own: Path) -> dict[str, str]:
+    """git's environment to write new objects into `own`, reading the repository's."""
+    return _objects(worktree, own)
+
+
 async def snapshot(worktree: Worktree, scratch: Path) -> Snapshot:
     """The worktree as it is now, its new objects in a dir of its own under `scratch`;
     `drop` removes them."""

@@ -297,3 +297,80 @@ def _present(fd: int, name: str) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def read_ref(common: Path, branch: str) -> str | None:
+    """The commit `refs/heads/<branch>` names, loose or packed; None when it is not
+    there. A link in the way is refused, as everywhere here."""
+    folders = ["refs", "heads", *branch.split("/")]
+    name = folders.pop()
+    try:
+        with _folder(common, folders, create=False) as fd:
+            try:
+                ref = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                ref = -1
+            if ref >= 0:
+                with os.fdopen(ref, "rb") as file:
+                    return _oid(file.read(100), f"refs/heads/{branch}")
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # ELOOP: the ref itself is a link
+        raise WorktreeError(f"could not read the branch {branch} in {common}: {exc}") from exc
+    return _packed(common, f"refs/heads/{branch}")
+
+
+def _packed(common: Path, refname: str) -> str | None:
+    try:
+        packed = (common / "packed-refs").read_bytes()  # the common dir: no agent writes it
+    except FileNotFoundError:
+        return None
+    for line in packed.splitlines():
+        oid, _, name = line.partition(b" ")
+        if name == refname.encode():
+            return _oid(oid, refname)
+    return None
+
+
+def _oid(data: bytes, refname: str) -> str:
+    text = data.decode("ascii", "replace").strip()
+    if len(text) not in (40, 64) or any(c not in "0123456789abcdef" for c in text):
+        raise WorktreeError(f"{refname} does not name a commit")
+    return text
+
+
+def move_ref(common: Path, branch: str, old: str, new: str) -> None:
+    """Move the loose ref `refs/heads/<branch>` from `old` to `new` (refused when it
+    moved meanwhile), through its folder's descriptor, following no link."""
+    folders = ["refs", "heads", *branch.split("/")]
+    name = folders.pop()
+    try:
+        with _folder(common, folders, create=True) as fd, _locked(fd, name, common) as commit:
+            if read_ref(common, branch) != old:
+                raise WorktreeError(f"the branch {branch} moved meanwhile; nothing was committed")
+            commit(f"{new}\n".encode())
+    except OSError as exc:
+        raise WorktreeError(f"could not move the branch {branch} in {common}: {exc}") from exc
+
+
+def write_pack(common: Path, files: Sequence[tuple[str, bytes]]) -> None:
+    """Put a pack (its `.pack`, then its `.idx`: git finds packs by their index) into
+    the repository's `objects/pack`, through the folder's descriptor, following no
+    link; a file already there (the same pack) is left as it is."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        with _folder(common, ["objects", "pack"], create=True) as fd:
+            for name, data in files:
+                try:
+                    out = os.open(f"{name}.tmp", flags, 0o444, dir_fd=fd)
+                except FileExistsError:
+                    os.unlink(f"{name}.tmp", dir_fd=fd)
+                    out = os.open(f"{name}.tmp", flags, 0o444, dir_fd=fd)
+                with os.fdopen(out, "wb") as file:
+                    file.write(data)
+                if not _present(fd, name):
+                    os.rename(f"{name}.tmp", name, src_dir_fd=fd, dst_dir_fd=fd)
+                else:
+                    os.unlink(f"{name}.tmp", dir_fd=fd)
+    except OSError as exc:
+        raise WorktreeError(f"could not store the commit in {common}: {exc}") from exc

@@ -38,6 +38,18 @@ class Checkout(BaseModel):
     base: str
 
 
+class PullRequestRecord(BaseModel):
+    """A conversation's pull request (bridge/controls/pull_requests.py): the title and
+    description proposed for it, then, once pushed, what was pushed and where it opened
+    (`number` None: a remote with no forge the bridge speaks, or not opened yet)."""
+
+    title: str = ""
+    body: str = ""
+    pushed: str = ""  # the commit last pushed; "" before the first push
+    number: int | None = None
+    url: str = ""
+
+
 class HostRecord(BaseModel):
     """A conversation's agent host (bridge/reattach.py): how to find it again, and how
     far the chat shows what its agent wrote.
@@ -77,6 +89,7 @@ class ConversationRecord(BaseModel):
     # The project picked with /project: None follows the chat's binding, "" is none.
     project: str | None = None
     checkout: Checkout | None = None  # its worktree, once made: the agent's cwd
+    pull_request: PullRequestRecord | None = None  # /pr's draft, then what it opened
     host: HostRecord | None = None  # its agent's host, while one holds it
     created_at: float
     last_active: float

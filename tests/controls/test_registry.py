@@ -63,7 +63,8 @@ def test_control_commands_have_handlers_and_the_routers_own_have_none() -> None:
 def test_help_names_every_command_once_and_says_which_wait_for_idle() -> None:
     text = COMMANDS.help()
     for command in COMMANDS.commands:
-        lines = [line for line in text.splitlines() if line.startswith(f"`/{command.name}")]
+        named = (f"`/{command.name}`", f"`/{command.name} ")  # /pr is not /project
+        lines = [line for line in text.splitlines() if line.startswith(named)]
         assert len(lines) == 1, command.name
         assert lines[0].endswith("(while idle)") == command.idle_only
         assert command.summary in lines[0]
