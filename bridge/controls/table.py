@@ -38,5 +38,9 @@ COMMANDS = Registry(
         Command("grants", "commands and files allowed without asking", "settings",
                 usage="[clear]"),
         Command("help", "what the bridge understands", "settings"),
+        Command("every", "run a prompt on a schedule", "talk", usage="<when> <prompt>"),
+        Command("at", "run a prompt once, later", "talk", usage="<when> <prompt>"),
+        Command("schedules", "this conversation's schedules: pause, resume, delete", "talk"),
+        Command("tz", "show or change the chat's time zone", "settings", usage="[Area/City]"),
     ]
 )  # fmt: skip

@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 from bridge.controls import handlers
+from bridge.controls.handling import Asker, NotYours
 from bridge.controls.target import Target
 from bridge.conversation.busy_asks import Asked
 from bridge.conversation.routing import (
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from bridge.conversation.pending import Queued
     from bridge.conversation.routing import Intent
     from bridge.conversation.shared import Services
-    from bridge.model import Inbound, Op, Sender
+    from bridge.model import ChatRef, Inbound, Op, Sender
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class IntentConversation(Target, Protocol):
     commands do: `Target`)."""
 
     key: str
+    chat: ChatRef
     dialogs: Dialogs
     waiting: Waiting  # busy questions and held messages
 
@@ -88,7 +90,9 @@ class Intents:
             case DialogReply():
                 await conversation.dialogs.replied(conversation.agent, intent, inbound.sender)
             case Control():
-                conversation.submit(await handlers.run(conversation, intent.name, intent.arg))
+                asker = self._asker(inbound.sender)
+                ops = await handlers.run(conversation, intent.name, intent.arg, asker)
+                conversation.submit(ops)
             case Ignore():
                 log.debug("conversation %s: ignored (%s)", conversation.key, intent.reason)
 
@@ -142,7 +146,7 @@ class Intents:
             case QueueChoice() as choice:
                 await conversation.queued.pressed(press, choice, sender)
             case PickerChoice() as choice:
-                await self._picked(press, choice)
+                await self._picked(press, choice, sender)
             case None:
                 await conversation.dialogs.stale(conversation.agent, press, sender)
 
@@ -159,9 +163,32 @@ class Intents:
         conversation.submit(conversation.renderer.close_busy(choice.pending_id, outcome))
         await self.queue(asked.as_intent(later), asked.message_id)
 
-    async def _picked(self, press: Press, choice: PickerChoice) -> None:
-        """A control command's picker (/model, /sessions, …): closed, then carried out."""
+    async def _picked(self, press: Press, choice: PickerChoice, sender: Sender) -> None:
+        """A control command's picker (/model, /sessions, …): closed, then carried out.
+        One that must know who pressed is carried out first: a press it refuses
+        leaves the picker open."""
         conversation = self._conversation
+        asker = self._asker(sender)
+        ops: list[Op] | None = None
+        if handlers.personal(choice.kind):
+            try:
+                ops = await handlers.pick(conversation, choice.kind, choice.value, asker)
+            except NotYours as refused:
+                conversation.submit([AnswerPress(press.press_id, str(refused), alert=True)])
+                return
         conversation.submit([AnswerPress(press.press_id, "✓")])
         conversation.submit(conversation.renderer.close_picker(choice.picker_id, choice.outcome))
-        conversation.submit(await handlers.pick(conversation, choice.kind, choice.value))
+        if ops is None:
+            ops = await handlers.pick(conversation, choice.kind, choice.value, asker)
+        conversation.submit(ops)
+
+    def _asker(self, sender: Sender) -> Asker:
+        conversation, services = self._conversation, self._services
+        return Asker(
+            sender,
+            conversation.key,
+            conversation.chat,
+            services.store,
+            services.options,
+            services.wall,
+        )

@@ -1,0 +1,69 @@
+"""A schedule as the store keeps it (sqlite and Redis, `bridge/store/`).
+
+A pydantic model that round-trips through JSON unchanged, as the store's other
+records do. `state`: "draft" until its maker confirms it (the ticker ignores drafts
+and forgets them after a day), then "active" or "paused". `done_until`: every
+occurrence at or before it was handled (run or reported missed); it only grows.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from bridge.model import ChatRef, Sender
+from bridge.schedules.when import Cron, Once, Rule, Span
+
+State = Literal["draft", "active", "paused"]
+
+
+class ScheduleRecord(BaseModel):
+    id: str
+    key: str  # the conversation it runs in
+    chat_id: str
+    thread_id: str | None = None
+    is_group: bool = False
+    owner: str  # the user id of its maker: the runs are theirs
+    owner_name: str = ""
+    owner_groups: list[str] = []  # their groups when they made it (allowlists name groups)
+    words: str  # the time as shown: "weekdays 09:00"
+    cron: str = ""
+    span: int = 0
+    at: float = 0.0
+    zone: str = "UTC"
+    prompt: str
+    state: State = "draft"
+    created_at: float
+    done_until: float
+
+    @property
+    def rule(self) -> Rule:
+        if self.cron:
+            return Cron(self.cron)
+        if self.span:
+            return Span(self.span)
+        return Once(self.at)
+
+    @property
+    def one_shot(self) -> bool:
+        return not self.cron and not self.span
+
+    @property
+    def chat(self) -> ChatRef:
+        return ChatRef(self.chat_id, self.thread_id, self.is_group)
+
+    @property
+    def maker(self) -> Sender:
+        return Sender(self.owner, self.owner_name, groups=frozenset(self.owner_groups))
+
+
+def rule_fields(rule: Rule) -> dict[str, object]:
+    """The record's fields that hold `rule`."""
+    match rule:
+        case Cron(expr):
+            return {"cron": expr, "span": 0, "at": 0.0}
+        case Span(seconds):
+            return {"cron": "", "span": seconds, "at": 0.0}
+        case Once(at):
+            return {"cron": "", "span": 0, "at": at}
