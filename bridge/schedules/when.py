@@ -157,7 +157,9 @@ def _one_shot(tokens: list[str], now: datetime) -> tuple[datetime, int] | None:
     day = _day(head, now)
     if day is not None:
         found = _next(f"{minute} {hour} {day.day} {day.month} *", _midnight(day, now))
-        return (found, 2) if found.date() == day else None
+        if found.date() != day:  # that day's time is behind `now`: the search went on
+            raise WhenError(f"{day:%a %d %b} {hour:02d}:{minute:02d} has already passed.")
+        return found, 2
     if head in _DAYS:
         return _next(f"{minute} {hour} * * {_DAYS[head]}", now), 2
     return None
