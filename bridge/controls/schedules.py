@@ -17,8 +17,9 @@ from zoneinfo import ZoneInfo
 from bridge.controls.common import picker
 from bridge.controls.handling import NotYours, Personal, Picker
 from bridge.schedules.occurrences import known_zone, next_runs, shown
-from bridge.schedules.record import ScheduleRecord, rule_fields
+from bridge.schedules.rules import rule_fields, rule_of
 from bridge.schedules.when import WhenError, parse_at, parse_every
+from bridge.store.schedule_record import ScheduleRecord
 
 if TYPE_CHECKING:
     from bridge.controls.handling import Asker
@@ -96,7 +97,7 @@ def _described(record: ScheduleRecord) -> str:
 
 
 def _next(record: ScheduleRecord, now: float) -> str:
-    runs = next_runs(record.rule, max(now, record.done_until), record.zone, record.created_at)
+    runs = next_runs(rule_of(record), max(now, record.done_until), record.zone, record.created_at)
     if not runs:
         return "No run to come."
     return "Next: " + ", ".join(shown(moment, record.zone) for moment in runs)

@@ -2,6 +2,7 @@
 
 `when.py` (pure) reads the plain words people type (`weekdays 9:00`, `in 30m`) into
 rules; `occurrences.py` (pure) says when a rule runs and what a tick must do;
-`record.py` is what the store keeps; `ticker.py` fires the due ones, once over all
+`rules.py` (pure) reads a stored schedule's rule (the record itself is
+`bridge/store/schedule_record.py`); `ticker.py` fires the due ones, once over all
 workers, as ordinary messages of their conversations.
 """

@@ -27,6 +27,7 @@ from bridge.admission import screen
 from bridge.model import Inbound
 from bridge.render.textbits import clip
 from bridge.schedules.occurrences import due, shown
+from bridge.schedules.rules import rule_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
 
     from bridge.options import BridgeOptions
     from bridge.schedules.occurrences import Due
-    from bridge.schedules.record import ScheduleRecord
     from bridge.store.base import Store
+    from bridge.store.schedule_record import ScheduleRecord
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,9 @@ class Ticker:
         if record.state != "active":
             return
         catch_up = self._options.schedules.catch_up
-        found = due(record.rule, record.done_until, now, record.zone, record.created_at, catch_up)
+        found = due(
+            rule_of(record), record.done_until, now, record.zone, record.created_at, catch_up
+        )
         if found.until is None:
             return
         if found.missed and await self._claim(record, "missed", found.last_missed):

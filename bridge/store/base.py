@@ -28,13 +28,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from bridge.schedules.record import ScheduleRecord
     from bridge.store.records import (
         AuditEntry,
         ConversationRecord,
         DialogRecord,
         LiveRunRecord,
     )
+    from bridge.store.schedule_record import ScheduleRecord
 
 AUDIT_CAP = 10_000
 

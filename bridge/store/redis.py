@@ -32,9 +32,9 @@ from redis.backoff import AbstractBackoff
 from redis.exceptions import RedisError
 
 from bridge.backoff import Backoff
-from bridge.schedules.record import ScheduleRecord
 from bridge.store.base import AUDIT_CAP, StoreError, check_ttl, dialog_order, redact_url
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
+from bridge.store.schedule_record import ScheduleRecord
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

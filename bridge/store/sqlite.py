@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import anyio.to_thread
 
-from bridge.schedules.record import ScheduleRecord
 from bridge.store.base import StoreError, check_ttl
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
+from bridge.store.schedule_record import ScheduleRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence

@@ -16,7 +16,7 @@ BERLIN = "Europe/Berlin"
 
 
 def berlin(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=ZoneInfo(BERLIN))  # type: ignore[misc]
+    return datetime(*parts, tzinfo=ZoneInfo(BERLIN))  # type: ignore[arg-type,misc]
 
 
 @pytest.mark.parametrize(

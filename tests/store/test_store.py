@@ -18,7 +18,6 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.model import ConversationSettings
-from bridge.schedules.record import ScheduleRecord
 from bridge.store import (
     SQLITE_FILENAME,
     AuditEntry,
@@ -33,6 +32,7 @@ from bridge.store import (
 )
 from bridge.store.base import redact_url
 from bridge.store.redis import DEFAULT_PREFIX
+from bridge.store.schedule_record import ScheduleRecord
 from bridge.store.sqlite import _MIGRATIONS, PURGE_INTERVAL, SCHEMA_VERSION
 from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
 

@@ -1,9 +1,11 @@
-"""A schedule as the store keeps it (sqlite and Redis, `bridge/store/`).
+"""A schedule as the store keeps it (bridge/schedules/ fires it).
 
 A pydantic model that round-trips through JSON unchanged, as the store's other
 records do. `state`: "draft" until its maker confirms it (the ticker ignores drafts
 and forgets them after a day), then "active" or "paused". `done_until`: every
-occurrence at or before it was handled (run or reported missed); it only grows.
+occurrence at or before it was handled (run or reported missed); it only grows. Its
+rule is one of `cron` (an expression), `span` (seconds) or `at` (one time);
+`bridge.schedules.rules` turns them into a rule and back.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from bridge.model import ChatRef, Sender
-from bridge.schedules.when import Cron, Once, Rule, Span
 
 State = Literal["draft", "active", "paused"]
 
@@ -38,14 +39,6 @@ class ScheduleRecord(BaseModel):
     done_until: float
 
     @property
-    def rule(self) -> Rule:
-        if self.cron:
-            return Cron(self.cron)
-        if self.span:
-            return Span(self.span)
-        return Once(self.at)
-
-    @property
     def one_shot(self) -> bool:
         return not self.cron and not self.span
 
@@ -56,14 +49,3 @@ class ScheduleRecord(BaseModel):
     @property
     def maker(self) -> Sender:
         return Sender(self.owner, self.owner_name, groups=frozenset(self.owner_groups))
-
-
-def rule_fields(rule: Rule) -> dict[str, object]:
-    """The record's fields that hold `rule`."""
-    match rule:
-        case Cron(expr):
-            return {"cron": expr, "span": 0, "at": 0.0}
-        case Span(seconds):
-            return {"cron": "", "span": seconds, "at": 0.0}
-        case Once(at):
-            return {"cron": "", "span": 0, "at": at}
