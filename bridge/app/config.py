@@ -304,9 +304,7 @@ def _build(
         settings=ConversationSettings(**config.defaults.model_dump()),
         chats=chats,
         projects=projects,
-        schedules=ScheduleOptions(
-            catch_up=config.schedules.catch_up, max_per_user=config.schedules.max_per_user
-        ),
+        schedules=ScheduleOptions(**config.schedules.model_dump()),
     )
     return Loaded(config, path, options, served)
 

@@ -216,6 +216,7 @@ class SchedulesSection(_Section):
 
     catch_up: float = Field(default=60 * 60, ge=0)  # a run missed while down runs if this late
     max_per_user: int = Field(default=20, ge=1)  # one person's schedules, all chats together
+    tick: float = Field(default=15.0, gt=0, le=60)  # seconds between looks: a run is this late
 
 
 class MetricsSection(_Section):

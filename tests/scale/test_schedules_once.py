@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import anyio
@@ -113,7 +113,7 @@ async def test_two_workers_ticking_together_put_each_occurrence_on_the_stream_on
                         assert bridge.ticker is not None
                         tg.start_soon(bridge.ticker.tick)
     stream = inbound_stream(scale_prefix(prefix), KEY)
-    entries = await client.xrange(stream)
+    entries: Any = await client.xrange(stream)
     inbounds = [unwrap(fields["e"])[0] for _, fields in entries]
     assert sorted(i.event_id for i in inbounds) == sorted(
         f"schedule:{s}:run:{t}" for s in ("s1", "s2") for t in (NINE, NINE + 24 * 3600)
