@@ -135,6 +135,8 @@ class Bridge:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._stack is not None
+        if self.ticker is not None:
+            self.ticker.stop()
         with anyio.CancelScope(shield=True):
             if self.forward is None:
                 await self.supervisor.drain()
@@ -174,6 +176,8 @@ class Bridge:
             await self._scheduled_to.deliver(inbound, self.services.wall())
         elif self.supervisor.accepting:
             await self._admit(inbound, self.services.clock())
+        else:
+            raise RuntimeError("the bridge is draining")
 
     def undecodable(self) -> None:
         """The runner skipped an update it could not read (counted for the metrics)."""

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 import anyio
 import pytest
 
+from bridge.app.metrics import Metrics
 from bridge.options import ChatOptions, ScheduleOptions
 from bridge.service import Bridge
 from bridge.store import open_store
@@ -187,6 +188,12 @@ async def test_after_downtime_a_run_less_than_catch_up_late_runs_at_start_and_ol
         assert requests_with(fake_llm, "SCHEDULED-KIWI") == 1
         assert requests_with(fake_llm, "SCHEDULED-FIG") == 0
         assert fired(chat) == (1, 3, 0)
+        metrics = Metrics()
+        metrics.counting("test", chat.bridge)
+        scraped = metrics.render()
+        for outcome, count in (("fired", 1), ("missed", 3), ("failed", 0)):
+            line = f'pi_bridge_scheduled_runs_total{{platform="test",outcome="{outcome}"}} {count}'
+            assert line in scraped, scraped
 
 
 async def test_only_the_maker_or_an_approver_pauses_resumes_or_deletes_a_schedule(

@@ -71,6 +71,11 @@ class Ticker:
         self._inject = inject
         self._sleep = sleep
         self.stats = ScheduleStats()
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Fire nothing more: the bridge drains (a run claimed now would be lost)."""
+        self._stopped = True
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -80,6 +85,8 @@ class Ticker:
 
     async def tick(self) -> None:
         """Fire what is due now; one schedule's failure is its own."""
+        if self._stopped:
+            return
         now = self._wall()
         try:
             records = await self._store.schedules()
@@ -87,7 +94,7 @@ class Ticker:
             log.exception("could not read the schedules")
             return
         for record in records:
-            if not record.key.startswith(self._options.key_prefix):
+            if self._stopped or not record.key.startswith(self._options.key_prefix):
                 continue
             try:
                 await self._one(record, now)
