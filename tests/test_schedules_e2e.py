@@ -263,3 +263,18 @@ async def test_tz_changes_the_zone_new_schedules_are_shown_in(
         asked = await chat.shown("Schedule it?")
         assert "(America/New_York)" in asked
         assert "Sat 28 Nov 08:00" in asked
+
+
+async def test_an_approver_may_change_a_schedule_someone_else_made(
+    agent_home: AgentHome, tmp_path: Path
+) -> None:
+    opts = dataclasses.replace(
+        schedule_options(agent_home, tmp_path), approvers=frozenset({STRANGER.id})
+    )
+    async with scheduled_bridge(opts, Clock()) as chat:
+        await make_schedule(chat, "/at tomorrow 8:00 SCHEDULED-KIWI deploy")
+        await chat.say("/schedules", STRANGER)
+        await chat.press("Delete", STRANGER)
+        await chat.shown("🗑 deleted")
+        assert await chat.bridge.store.schedules() == []
+        assert not any("Only the person" in answer[1] for answer in chat.adapter.answers)

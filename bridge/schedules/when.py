@@ -25,7 +25,8 @@ day are read by `datetime.strptime`, dates by `date.fromisoformat`.
 | `mon 18:30`           | the next Monday's                       |
 | `2026-12-24 18:00`    | that day's                              |
 
-Whatever follows the time is the prompt.
+An "at" before the time is allowed ("weekdays at 9:00"). Whatever follows the time is
+the prompt.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Parsed:
 
 def parse_every(text: str) -> Parsed:
     """The rule of `/every <when> <prompt>`."""
-    tokens = text.split()
+    tokens = _without_at(text.split())
     found = _recurring(tokens)
     if found is None:
         raise WhenError(f"I can't read when that should run. {EVERY_HELP}")
@@ -107,7 +108,7 @@ def parse_every(text: str) -> Parsed:
 def parse_at(text: str, now: datetime) -> Parsed:
     """The time of `/at <when> <prompt>`, the first one after `now` (aware, in the
     chat's zone)."""
-    tokens = text.split()
+    tokens = _without_at(text.split())
     found = _one_shot(tokens, now)
     if found is None:
         raise WhenError(f"I can't read when that should run. {AT_HELP}")
@@ -115,6 +116,16 @@ def parse_at(text: str, now: datetime) -> Parsed:
     if at <= now:
         raise WhenError(f"{at:%a %d %b %H:%M} has already passed.")
     return Parsed(Once(at.timestamp()), f"{at:%a %d %b %H:%M}", _prompt(tokens[used:], AT_HELP))
+
+
+def _without_at(tokens: list[str]) -> list[str]:
+    """The tokens without the "at" people put before a time ("weekdays at 9:00",
+    "at 9:00")."""
+    for index in (0, 1):
+        after = tokens[index + 1] if len(tokens) > index + 1 else ""
+        if after and tokens[index].lower() == "at" and parse_time(after) is not None:
+            return tokens[:index] + tokens[index + 1 :]
+    return tokens
 
 
 def _prompt(rest: list[str], help_text: str) -> str:
