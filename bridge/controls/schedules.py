@@ -58,21 +58,23 @@ async def _draft(target: Target, asker: Asker, parsed: Parsed, kind: str) -> lis
     if (full := await _full(asker, asker.sender.id)) is not None:
         return target.renderer.notice(full)
     zone, now = _zone(target, asker), asker.wall()
-    record = ScheduleRecord(
-        id=target.new_token(),
-        key=asker.key,
-        chat_id=asker.chat.chat_id,
-        thread_id=asker.chat.thread_id,
-        is_group=asker.chat.is_group,
-        owner=asker.sender.id,
-        owner_name=asker.sender.name,
-        owner_groups=sorted(asker.sender.groups),
-        words=parsed.words,
-        zone=zone,
-        prompt=parsed.prompt,
-        created_at=now,
-        done_until=now,
-        **rule_fields(parsed.rule),  # type: ignore[arg-type]
+    record = ScheduleRecord.model_validate(
+        {
+            "id": target.new_token(),
+            "key": asker.key,
+            "chat_id": asker.chat.chat_id,
+            "thread_id": asker.chat.thread_id,
+            "is_group": asker.chat.is_group,
+            "owner": asker.sender.id,
+            "owner_name": asker.sender.name,
+            "owner_groups": sorted(asker.sender.groups),
+            "words": parsed.words,
+            "zone": zone,
+            "prompt": parsed.prompt,
+            "created_at": now,
+            "done_until": now,
+            **rule_fields(parsed.rule),
+        }
     )
     await asker.store.put_schedule(record)
     title = f"{_described(record)}\n{_next(record, now)}\nSchedule it?"
