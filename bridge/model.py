@@ -134,6 +134,11 @@ class Inbound:
     from_self: bool = False
     is_edit: bool = False
     private_reply: str = ""
+    # A scheduled run (bridge/schedules/): the line the chat shows before it, "⏰ …".
+    # Its text is a prompt to the agent whatever it starts with; when the agent is
+    # busy it waits as a follow-up, whatever the busy policy. With no text it is only
+    # that line (a missed run reported).
+    scheduled: str = ""
 
 
 # --- outbound -------------------------------------------------------------------------
@@ -326,3 +331,4 @@ class ConversationSettings(BaseModel):
     verbosity: Verbosity = "all"
     model: str | None = None  # "provider/model-id"
     thinking: str | None = None
+    timezone: str | None = None  # /tz: the zone its schedules' times are in

@@ -72,6 +72,7 @@ class ChatOptions:
     busy_policy: BusyPolicy | None = None
     verbosity: Verbosity | None = None
     project: str | None = None  # conversations under the key work in this project
+    timezone: str | None = None  # the zone schedules' times are in, unless /tz says another
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,17 @@ class Transcription:
 
 
 @dataclass(frozen=True)
+class ScheduleOptions:
+    """Scheduled work (`[schedules]`, bridge/schedules/): a run the bridge was down for
+    still runs at its start when at most `catch_up` seconds late (else it is reported
+    missed); one person may have `max_per_user` schedules over all conversations."""
+
+    catch_up: float = 60 * 60
+    max_per_user: int = 20
+    tick: float = 15.0  # seconds between looks at the schedules (a run is that late at most)
+
+
+@dataclass(frozen=True)
 class BridgeOptions:
     data_dir: Path
     agent: AgentOptions
@@ -148,6 +160,7 @@ class BridgeOptions:
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
     projects: Mapping[str, ProjectOptions] = field(default_factory=dict)
+    schedules: ScheduleOptions = field(default_factory=ScheduleOptions)
     # The conversation keys this bridge serves start with this ("": any). Bridges of
     # several platforms share one store; each takes back only its own runs on start.
     key_prefix: str = ""
@@ -205,6 +218,13 @@ class BridgeOptions:
             if value is not None
         }
         return self.settings.model_copy(update=changes)
+
+    def timezone_of(self, key: str, settings: ConversationSettings | None = None) -> str:
+        """The zone of the conversation `key`'s schedules: its /tz, else its chat's, else UTC."""
+        if settings is not None and settings.timezone:
+            return settings.timezone
+        chat = self.chat(key)
+        return chat.timezone if chat is not None and chat.timezone else "UTC"
 
     def session_dir(self, key: str) -> Path:
         return self.data_dir / "sessions" / safe_name(key)

@@ -30,6 +30,7 @@ from bridge.conversation.shared import Services
 from bridge.conversation.supervisor import Supervisor
 from bridge.model import AnswerPress, Send
 from bridge.outbox import Outbox
+from bridge.schedules.ticker import Ticker
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -82,10 +83,12 @@ class Bridge:
         forward: Forward | None = None,
         shared: bool = False,
         taken: Callable[[Inbound], None] | None = None,
+        scheduled_to: Forward | None = None,
     ) -> None:
         """`forward`: admit here, carry out elsewhere (no conversations, no agents).
         `shared`: conversations are leased among workers (`Supervisor.take_over`);
-        `taken` hears of each inbound carried out."""
+        `taken` hears of each inbound carried out. `scheduled_to`: where scheduled
+        runs go (a worker's: onto their conversation's stream; None: admitted here)."""
         self.adapter = adapter
         self.store = store
         self.options = options
@@ -106,6 +109,9 @@ class Bridge:
             self.services.taken = taken
         self.supervisor = Supervisor(self.services, shared=shared)
         self.forward = forward
+        self._scheduled_to = scheduled_to
+        # Schedules fire where conversations are owned (bridge/schedules/ticker.py).
+        self.ticker = None if forward is not None else Ticker(store, options, wall, self._scheduled)
         self._failed: OrderedDict[str, int] = OrderedDict()  # delivery id → failed tries
         self._tg: TaskGroup | None = None  # the services' tasks
         self._stack: contextlib.AsyncExitStack | None = None  # the task group, once started
@@ -117,6 +123,8 @@ class Bridge:
             await tg.start(self.outbox.run)
             if self.forward is None:
                 await tg.start(self.supervisor.run)
+            if self.ticker is not None:
+                await tg.start(self.ticker.run)
             self._stack = stack.pop_all()  # started: kept open until __aexit__
         return self
 
@@ -127,6 +135,8 @@ class Bridge:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._stack is not None
+        if self.ticker is not None:
+            self.ticker.stop()
         with anyio.CancelScope(shield=True):
             if self.forward is None:
                 await self.supervisor.drain()
@@ -158,6 +168,16 @@ class Bridge:
             log.exception("inbound for %s failed", inbound.key)
         else:
             self._failed.pop(inbound.event_id, None)
+
+    async def _scheduled(self, inbound: Inbound) -> None:
+        """A scheduled run (or its missed report), from the ticker: raises when it
+        could not be handed in."""
+        if self._scheduled_to is not None:
+            await self._scheduled_to.deliver(inbound, self.services.wall())
+        elif self.supervisor.accepting:
+            await self._admit(inbound, self.services.clock())
+        else:
+            raise RuntimeError("the bridge is draining")
 
     def undecodable(self) -> None:
         """The runner skipped an update it could not read (counted for the metrics)."""

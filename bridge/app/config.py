@@ -42,10 +42,12 @@ from bridge.options import (
     BridgeOptions,
     ChatOptions,
     SandboxOptions,
+    ScheduleOptions,
     Transcription,
 )
 from bridge.paths import default_agent_argv
 from bridge.rpc.env import SecretInAgentEnv, agent_environment
+from bridge.schedules.occurrences import known_zone
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -253,6 +255,7 @@ def _build(
             busy_policy=chat.busy_policy,
             verbosity=chat.verbosity,
             project=chat_project(key, chat, config, where, problems),
+            timezone=_timezone(key, chat.timezone, where, problems),
         )
     try:
         agent_env = agent_environment(env, config.agent.env)
@@ -302,8 +305,16 @@ def _build(
         settings=ConversationSettings(**config.defaults.model_dump()),
         chats=chats,
         projects=projects,
+        schedules=ScheduleOptions(**config.schedules.model_dump()),
     )
     return Loaded(config, path, options, served)
+
+
+def _timezone(key: str, zone: str | None, where: str, problems: list[str]) -> str | None:
+    if zone is not None and not known_zone(zone):
+        problems.append(f'chats."{key}".timezone{where}: unknown time zone {zone!r}')
+        return None
+    return zone
 
 
 def _transcription(config: Config, env: Mapping[str, str]) -> Transcription | None:

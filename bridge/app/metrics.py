@@ -172,6 +172,18 @@ class Metrics:
             "platform call that shows it returning; routine refreshes are left out.",
             [({"platform": p}, b.outbox.stats.visible) for p, b in bridges],
         )
+        family(
+            "pi_bridge_scheduled_runs_total",
+            "counter",
+            "Scheduled runs (/every, /at) by outcome: fired, missed (the bridge was down "
+            "longer than catch_up) and failed (not handed in, or the maker no longer allowed).",
+            [
+                (_labels(platform=p, outcome=o), getattr(b.ticker.stats, o))
+                for p, b in bridges
+                if b.ticker is not None
+                for o in ("fired", "missed", "failed")
+            ],
+        )
         if self.scale is not None:
             _scale(out, self.scale)
         return "\n".join(out) + "\n"

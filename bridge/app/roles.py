@@ -131,14 +131,17 @@ async def worker(
                     if platform.traits.learns_name:
                         bot_name = await _identity(client, prefix, platform.name, stopping)
                     remote = RemoteAdapter(platform.adapter(), link, platform.name, worker.fence)
+                    options = platform.options(loaded.options)
                     bridge = Bridge(
                         remote,
                         store,
-                        platform.options(loaded.options),
+                        options,
                         bot_name=bot_name,
                         prefixes=platform.traits.commands,
                         shared=True,
                         taken=worker.taken,
+                        # Its schedules' runs go where its messages go: to the owner.
+                        scheduled_to=Forwarder(client, prefix, options, stats, store),
                     )
                     bridges.append(await stack.enter_async_context(bridge))
                     metrics.counting(platform.name, bridge)

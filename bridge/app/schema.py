@@ -179,6 +179,7 @@ class ChatSection(_Section):
     # Every conversation under the key works in this project, each in a worktree of its
     # own (so not together with `workspace`).
     project: str | None = None
+    timezone: str | None = None  # its schedules' zone ("Europe/Berlin"); None: UTC; /tz changes it
 
 
 class ProjectSection(_Section):
@@ -215,6 +216,14 @@ class ApprovalsSection(_Section):
     mode: ApprovalMode = "dangerous"
     patterns: list[str] | None = None  # regexes of dangerous bash commands; None: shipped
     notify_approvers: Literal["off", "dm"] = "off"  # "dm": approvers get a copy
+
+
+class SchedulesSection(_Section):
+    """Scheduled work (/every, /at; bridge/schedules/)."""
+
+    catch_up: float = Field(default=60 * 60, ge=0)  # a run missed while down runs if this late
+    max_per_user: int = Field(default=20, ge=1)  # one person's schedules, all chats together
+    tick: float = Field(default=15.0, gt=0, le=60)  # seconds between looks: a run is this late
 
 
 class MetricsSection(_Section):
@@ -258,6 +267,7 @@ class Config(BaseSettings):
     files: FilesSection = FilesSection()
     transcribe: TranscribeSection = TranscribeSection()
     approvals: ApprovalsSection = ApprovalsSection()
+    schedules: SchedulesSection = SchedulesSection()
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
 

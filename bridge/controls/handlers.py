@@ -12,13 +12,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.controls import grants, projects, pull_requests, session, sessions, settings
+from bridge.controls import (
+    grants,
+    projects,
+    pull_requests,
+    schedules,
+    session,
+    sessions,
+    settings,
+)
 from bridge.controls.export import export
 from bridge.controls.files import get
-from bridge.controls.handling import Handlers, Handling
+from bridge.controls.handling import Handlers, Handling, Personal
 from bridge.controls.table import COMMANDS
 
 if TYPE_CHECKING:
+    from bridge.controls.handling import Asker, Handler
     from bridge.controls.target import Target
     from bridge.model import Op
 
@@ -54,27 +63,49 @@ HANDLERS = Handlers(
         "pr": Handling(
             pull_requests.pr, (pull_requests.COMMIT, pull_requests.OPEN, pull_requests.REBASE)
         ),
+        "every": Handling(Personal(schedules.every), (schedules.CONFIRM,)),
+        "at": Handling(Personal(schedules.at), (schedules.CONFIRM_AT,)),
+        "schedules": Handling(Personal(schedules.listing), (schedules.CHANGE,)),
+        "tz": Handling(Personal(schedules.tz)),
     },
 )
 
 
-async def run(target: Target, name: str, arg: str) -> list[Op]:
-    """Carry out control command `name` with `arg` (the rest of the line)."""
+async def run(target: Target, name: str, arg: str, asker: Asker | None = None) -> list[Op]:
+    """Carry out control command `name` with `arg` (the rest of the line), asked by
+    `asker` (a `Personal` command needs one)."""
     found = HANDLERS.handling(name)
     if found is None:
         return target.renderer.notice(f"Unknown command /{name}. Try /help.")
     command, handling = found
     if command.idle_only and target.busy:
         return target.renderer.notice(BUSY)
-    return await handling.handler(target, arg)
+    return await _call(handling.handler, target, arg, asker)
 
 
-async def pick(target: Target, kind: str, value: str) -> list[Op]:
-    """A button of a picker of `kind` was pressed: what the picker does with `value`."""
+async def pick(target: Target, kind: str, value: str, asker: Asker | None = None) -> list[Op]:
+    """A button of a picker of `kind` was pressed: what the picker does with `value`.
+    A `Personal` picker may raise `NotYours` before it does anything."""
     found = HANDLERS.picker(kind)
     if found is None:
         return target.renderer.notice("That button no longer does anything.")
     command, picker = found
     if command.idle_only and target.busy:
         return target.renderer.notice(BUSY)
-    return await picker.pressed(target, value)
+    return await _call(picker.pressed, target, value, asker)
+
+
+def personal(kind: str) -> bool:
+    """Whether the picker of `kind` is told who pressed (and may refuse them)."""
+    found = HANDLERS.picker(kind)
+    return found is not None and isinstance(found[1].pressed, Personal)
+
+
+async def _call(
+    handler: Handler | Personal, target: Target, arg: str, asker: Asker | None
+) -> list[Op]:
+    if not isinstance(handler, Personal):
+        return await handler(target, arg)
+    if asker is None:
+        return target.renderer.notice("That needs to know who asked; it cannot run here.")
+    return await handler.handler(target, arg, asker)

@@ -4,7 +4,9 @@ and the binding of every control command of a `Registry` to its own (`Handlers`)
 `Handlers` checks the binding against the table when it is made, so neither can name
 a command the other lacks, and two pickers never share a kind. A picker is declared
 once, beside its handler, as a `Picker`: the kind its buttons carry back and what a
-press does with the value.
+press does with the value. A handler that must know who asked (schedules: their
+maker; who may change one) is `Personal`: it also gets the `Asker`, and a press it
+refuses (`NotYours`) leaves its picker open for someone who may.
 """
 
 from __future__ import annotations
@@ -17,9 +19,36 @@ if TYPE_CHECKING:
 
     from bridge.controls.registry import Command, Registry
     from bridge.controls.target import Target
-    from bridge.model import Op
+    from bridge.model import ChatRef, Op, Sender
+    from bridge.options import BridgeOptions
+    from bridge.store.base import Store
 
     Handler = Callable[[Target, str], Awaitable[list[Op]]]
+    PersonalHandler = Callable[[Target, str, "Asker"], Awaitable[list[Op]]]
+
+
+class NotYours(Exception):
+    """A `Personal` picker's press by someone who may not make it; the message says so."""
+
+
+@dataclass(frozen=True, slots=True)
+class Asker:
+    """Who ran a command or pressed a button, and where: what a `Personal` handler
+    needs beyond its `Target`."""
+
+    sender: Sender
+    key: str
+    chat: ChatRef
+    store: Store
+    options: BridgeOptions
+    wall: Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Personal:
+    """A handler that is told who asked."""
+
+    handler: PersonalHandler
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +57,7 @@ class Picker:
     buttons calls `pressed` with the value the button carries."""
 
     kind: str
-    pressed: Handler
+    pressed: Handler | Personal
     guarded: bool = False  # only the owner or an approver may press (what it does matters)
 
 
@@ -37,7 +66,7 @@ class Handling:
     """How a control command is carried out: its handler, and its pickers. A press
     on a picker waits for idle as its command does (`idle_only`)."""
 
-    handler: Handler
+    handler: Handler | Personal
     pickers: tuple[Picker, ...] = ()
 
 

@@ -40,5 +40,9 @@ COMMANDS = Registry(
         Command("help", "what the bridge understands", "settings"),
         Command("pr", "push this conversation's branch and open its pull request", "session",
                 usage="[title]", idle_only=True),
+        Command("every", "run a prompt on a schedule", "talk", usage="<when> <prompt>"),
+        Command("at", "run a prompt once, later", "talk", usage="<when> <prompt>"),
+        Command("schedules", "this conversation's schedules: pause, resume, delete", "talk"),
+        Command("tz", "show or change the chat's time zone", "settings", usage="[Area/City]"),
     ]
 )  # fmt: skip

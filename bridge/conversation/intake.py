@@ -119,6 +119,8 @@ class Intake:
         reading = await self._fetched(item.reading)
         if reading is None:
             return
+        if reading.inbound.scheduled:  # the chat sees why the agent starts on its own
+            self._conversation.notify(reading.inbound.scheduled)
         intent = route(reading, self._view())
         await intents.carry_out(intent, item.reading.inbound)
         if isinstance(intent, Prompt | Steer | FollowUp):

@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 from bridge.controls import handlers
+from bridge.controls.handling import Asker, NotYours
 from bridge.controls.target import Target
 from bridge.conversation.busy_asks import Asked
 from bridge.conversation.dialogs import NOT_YOURS
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from bridge.conversation.pending import Queued
     from bridge.conversation.routing import Intent
     from bridge.conversation.shared import Services
-    from bridge.model import Inbound, Op, Sender
+    from bridge.model import ChatRef, Inbound, Op, Sender
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class IntentConversation(Target, Protocol):
     commands do: `Target`)."""
 
     key: str
+    chat: ChatRef
     dialogs: Dialogs
     waiting: Waiting  # busy questions and held messages
 
@@ -89,7 +91,9 @@ class Intents:
             case DialogReply():
                 await conversation.dialogs.replied(conversation.agent, intent, inbound.sender)
             case Control():
-                conversation.submit(await handlers.run(conversation, intent.name, intent.arg))
+                asker = self._asker(inbound.sender)
+                ops = await handlers.run(conversation, intent.name, intent.arg, asker)
+                conversation.submit(ops)
             case Ignore():
                 log.debug("conversation %s: ignored (%s)", conversation.key, intent.reason)
 
@@ -162,12 +166,34 @@ class Intents:
 
     async def _picked(self, press: Press, choice: PickerChoice, sender: Sender) -> None:
         """A control command's picker (/model, /sessions, …): closed, then carried out;
-        a guarded one (/pr's) only for the owner or an approver."""
+        a guarded one (/pr's) only for the owner or an approver. One that must know
+        who pressed is carried out first: a press it refuses leaves the picker open."""
         conversation = self._conversation
         found = handlers.HANDLERS.picker(choice.kind)
         if found is not None and found[1].guarded and not conversation.dialogs.may_answer(sender):
             conversation.submit([AnswerPress(press.press_id, NOT_YOURS, alert=True)])
             return
+        asker = self._asker(sender)
+        ops: list[Op] | None = None
+        if handlers.personal(choice.kind):
+            try:
+                ops = await handlers.pick(conversation, choice.kind, choice.value, asker)
+            except NotYours as refused:
+                conversation.submit([AnswerPress(press.press_id, str(refused), alert=True)])
+                return
         conversation.submit([AnswerPress(press.press_id, "✓")])
         conversation.submit(conversation.renderer.close_picker(choice.picker_id, choice.outcome))
-        conversation.submit(await handlers.pick(conversation, choice.kind, choice.value))
+        if ops is None:
+            ops = await handlers.pick(conversation, choice.kind, choice.value, asker)
+        conversation.submit(ops)
+
+    def _asker(self, sender: Sender) -> Asker:
+        conversation, services = self._conversation, self._services
+        return Asker(
+            sender,
+            conversation.key,
+            conversation.chat,
+            services.store,
+            services.options,
+            services.wall,
+        )

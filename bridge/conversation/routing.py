@@ -11,14 +11,15 @@ control commands map to RPC commands; unknown `/words` reach the agent as prompt
 (extension commands, prompt templates, skills); while the agent compacts, steer
 and follow-up wait. An input dialog is answered by a reply to its message or,
 after its [Answer] button was pressed without a form, by the presser's next
-message that is not a command.
+message that is not a command. A scheduled run's text (`Inbound.scheduled`) is a
+prompt, or a follow-up while the agent works, whatever it says and whatever the policy.
 Admission (who may talk, duplicates) happens before reading: admission.py.
 What a `/word` is comes from the command registry (controls/table.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from bridge.controls.table import COMMANDS
@@ -146,7 +147,7 @@ class Reading:
 def read(inbound: Inbound, prefixes: Collection[str], bot_name: str = "") -> Reading:
     """What `inbound` says before any state is looked at: a press, or its text's
     command if it is one (with Slack's `prefixes`, and Telegram's `bot_name`)."""
-    if inbound.press is not None:
+    if inbound.press is not None or inbound.scheduled:  # a scheduled text is a prompt
         return Reading(inbound)
     return Reading(inbound, parse_command(inbound.text.strip(), prefixes, bot_name))
 
@@ -172,6 +173,8 @@ def route(message: Reading | Inbound, view: View) -> Intent:
     text = inbound.text.strip()
     if not text and not inbound.images:
         return Ignore("empty message")
+    if inbound.scheduled:  # never an answer to a question; queued behind a run
+        return _message(text, inbound.images, replace(view, policy="follow_up"))
     command = reading.command
     awaited = (view.awaiting or {}).get(inbound.sender.id)
     if awaited is not None and command is None and text:

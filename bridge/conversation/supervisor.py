@@ -163,7 +163,8 @@ class Supervisor:
             self.services.taken(inbound)
             return None
         nothing = isinstance(route(reading, FRESH), Ignore)
-        if nothing and not inbound.attachments:  # a file alone is something
+        # A file alone is something, and so is a scheduled run's line (a missed one).
+        if nothing and not inbound.attachments and not inbound.scheduled:
             self.services.taken(inbound)
             return None  # no conversation (and no store record) for nothing
         conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.services)

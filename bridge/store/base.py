@@ -13,6 +13,8 @@ against both):
   entries per conversation and overall, sqlite keeps them all.
 - `delete_conversation` also drops its dialogs; audit entries, dedupe keys and live runs
   stay (a live run names a chat message, which outlives the conversation's record).
+- `put_schedule` overwrites by id; `schedules` is sorted by (created_at, id). Firing an
+  occurrence once over all workers is `seen`'s: its key names the occurrence.
 - `put_live_run` overwrites by conversation key; `live_runs` is sorted by key;
   `drop_live_run` removes a record only while it still names that message, so retiring
   an earlier run never drops the record of the run that replaced it.
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
         DialogRecord,
         LiveRunRecord,
     )
+    from bridge.store.schedule_record import ScheduleRecord
 
 AUDIT_CAP = 10_000
 
@@ -84,6 +87,22 @@ class Store(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+    # --- schedules (bridge/schedules/) ---------------------------------------------------
+
+    async def put_schedule(self, record: ScheduleRecord) -> None:
+        """Store a schedule (overwriting one of its id)."""
+        ...
+
+    async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None: ...
+
+    async def schedules(self, key: str | None = None) -> list[ScheduleRecord]:
+        """Every schedule, or one conversation's, oldest first (created_at, then id)."""
+        ...
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Forget a schedule; True if it was there."""
+        ...
 
 
 def check_ttl(ttl: float) -> None:

@@ -10,6 +10,8 @@ Key layout under a configurable prefix (default "pi-bridge:", or `?prefix=` in t
     seen:<dedupe key>             "1" with a TTL (SET NX PX)
     audit / audit:<key>           lists of AuditEntry JSON, newest first, capped
     live-runs                     hash: conversation key → LiveRunRecord JSON
+    schedule:<id>                 string: ScheduleRecord JSON
+    schedules                     set of schedule ids (for listing)
 
 Multi-key reads and writes are MULTI transactions or Lua scripts, so other replicas never
 see half of them; `take_dialog` is a script, which is what makes exactly one racing
@@ -32,6 +34,7 @@ from redis.exceptions import RedisError
 from bridge.backoff import Backoff
 from bridge.store.base import AUDIT_CAP, StoreError, check_ttl, dialog_order, redact_url
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
+from bridge.store.schedule_record import ScheduleRecord
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -267,6 +270,42 @@ class RedisStore:
 
     async def drop_live_run(self, key: str, message_id: str) -> bool:
         removed = await self._drop_live_run(keys=[self._live_runs()], args=[key, message_id])
+        return bool(removed)
+
+    # --- schedules -------------------------------------------------------------------
+
+    def _schedule(self, schedule_id: str) -> str:
+        return f"{self._prefix}schedule:{schedule_id}"
+
+    def _schedules(self) -> str:
+        return f"{self._prefix}schedules"
+
+    async def put_schedule(self, record: ScheduleRecord) -> None:
+        async with self._redis.pipeline(transaction=True) as tx:
+            tx.set(self._schedule(record.id), record.model_dump_json())
+            tx.sadd(self._schedules(), record.id)
+            await tx.execute()
+
+    async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None:
+        text = await self._redis.get(self._schedule(schedule_id))
+        return None if text is None else ScheduleRecord.model_validate_json(text)
+
+    async def schedules(self, key: str | None = None) -> list[ScheduleRecord]:
+        ids = sorted(_text(member) for member in await self._redis.smembers(self._schedules()))
+        if not ids:
+            return []
+        texts = await self._redis.mget([self._schedule(i) for i in ids])
+        # An id without its value is a schedule deleted between the two reads.
+        found = [ScheduleRecord.model_validate_json(t) for t in texts if t is not None]
+        return sorted(
+            (r for r in found if key is None or r.key == key), key=lambda r: (r.created_at, r.id)
+        )
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        async with self._redis.pipeline(transaction=True) as tx:
+            tx.delete(self._schedule(schedule_id))
+            tx.srem(self._schedules(), schedule_id)
+            removed, _ = await tx.execute()
         return bool(removed)
 
     async def aclose(self) -> None:

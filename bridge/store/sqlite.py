@@ -21,6 +21,7 @@ import anyio.to_thread
 
 from bridge.store.base import StoreError, check_ttl
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
+from bridge.store.schedule_record import ScheduleRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -63,6 +64,15 @@ _MIGRATIONS: tuple[str, ...] = (
         message_id TEXT NOT NULL,
         record TEXT NOT NULL
     );
+    """,
+    """
+    CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        key TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX schedules_by_key ON schedules (key, created_at, id);
     """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -264,6 +274,47 @@ class SqliteStore:
             return cursor.rowcount > 0
 
         return await self._run(drop)
+
+    # --- schedules -------------------------------------------------------------------
+
+    async def put_schedule(self, record: ScheduleRecord) -> None:
+        row = (record.id, record.key, record.created_at, record.model_dump_json())
+
+        def put(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "REPLACE INTO schedules (id, key, created_at, record) VALUES (?, ?, ?, ?)", row
+            )
+
+        await self._run(put)
+
+    async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None:
+        def get(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT record FROM schedules WHERE id = ?", (schedule_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._run(get)
+        return None if text is None else ScheduleRecord.model_validate_json(text)
+
+    async def schedules(self, key: str | None = None) -> list[ScheduleRecord]:
+        def select(conn: sqlite3.Connection) -> list[str]:
+            if key is None:
+                cursor = conn.execute("SELECT record FROM schedules ORDER BY created_at, id")
+            else:
+                cursor = conn.execute(
+                    "SELECT record FROM schedules WHERE key = ? ORDER BY created_at, id", (key,)
+                )
+            return [str(row[0]) for row in cursor.fetchall()]
+
+        return [ScheduleRecord.model_validate_json(text) for text in await self._run(select)]
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        def delete(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,))
+            return cursor.rowcount > 0
+
+        return await self._run(delete)
 
     async def aclose(self) -> None:
         async with self._lock:

@@ -790,3 +790,24 @@ def test_approval_mistakes_are_named(
     tmp_path: Path, toml: str, env: dict[str, str], named: str
 ) -> None:
     assert named in problems(tmp_path, toml, env)
+
+
+# --- scheduled work ----------------------------------------------------------------------
+
+
+def test_schedules_settings_and_a_chats_time_zone_reach_the_options(tmp_path: Path) -> None:
+    toml = (
+        "[schedules]\ncatch_up = 600\nmax_per_user = 3\ntick = 5\n"
+        '[chats."tg:42"]\ntimezone = "Europe/Berlin"\n'
+    )
+    options = load(tmp_path, toml).options
+    assert (options.schedules.catch_up, options.schedules.max_per_user) == (600, 3)
+    assert options.schedules.tick == 5
+    assert options.timezone_of("tg:42") == "Europe/Berlin"
+    assert options.timezone_of("tg:7") == "UTC"
+
+
+def test_an_unknown_time_zone_of_a_chat_is_named(tmp_path: Path) -> None:
+    said = problems(tmp_path, '[chats."tg:42"]\ntimezone = "Mars/Olympus"\n')
+    assert 'chats."tg:42".timezone' in said
+    assert "Mars/Olympus" in said

@@ -165,6 +165,35 @@ ROUTES: list[tuple[str, Inbound, View, Intent]] = [
         View(busy=True, input_dialogs={"77": "req-2"}, awaiting={"42": "req-1"}),
         DialogReply("req-2", "a"),
     ),
+    # Scheduled runs (bridge/schedules/): a prompt, or queued behind a run whatever the
+    # policy; never a command, never an answer to a question.
+    ("scheduled idle prompts", msg("check CI", scheduled="⏰"), IDLE, Prompt("check CI")),
+    (
+        "scheduled while busy follows up, not steers",
+        msg("check CI", scheduled="⏰"),
+        BUSY,
+        FollowUp("check CI"),
+    ),
+    (
+        "scheduled while busy follows up even under ask",
+        msg("check CI", scheduled="⏰"),
+        View(busy=True, policy="ask"),
+        FollowUp("check CI"),
+    ),
+    ("scheduled /stop is a prompt", msg("/stop", scheduled="⏰"), IDLE, Prompt("/stop")),
+    ("scheduled /new is a prompt", msg("/new", scheduled="⏰"), IDLE, Prompt("/new")),
+    (
+        "scheduled text answers no awaited question",
+        msg("check CI", scheduled="⏰"),
+        View(busy=True, awaiting={"42": "req-1"}),
+        FollowUp("check CI"),
+    ),
+    (
+        "a missed run's line alone is nothing to send",
+        msg("", scheduled="⏰ missed"),
+        IDLE,
+        Ignore("empty message"),
+    ),
 ]
 
 

@@ -32,6 +32,7 @@ from bridge.store import (
 )
 from bridge.store.base import redact_url
 from bridge.store.redis import DEFAULT_PREFIX
+from bridge.store.schedule_record import ScheduleRecord
 from bridge.store.sqlite import _MIGRATIONS, PURGE_INTERVAL, SCHEMA_VERSION
 from tests.support.redis_server import INSTALL_HINT, RedisServer, redis_server_bin
 
@@ -653,3 +654,50 @@ async def test_open_store_rejects_a_url_it_does_not_understand(
         await open_store(url, tmp_path)
     assert "hunter2" not in str(raised.value)
     assert not (tmp_path / SQLITE_FILENAME).exists()
+
+
+# --- schedules (bridge/schedules/) -------------------------------------------------------
+
+
+def schedule(schedule_id: str, key: str = KEY, at: float = T0, **changes: object) -> ScheduleRecord:
+    fields: dict[str, object] = {
+        "id": schedule_id,
+        "key": key,
+        "chat_id": "123",
+        "owner": "42",
+        "words": "weekdays 09:00",
+        "cron": "0 9 * * mon-fri",
+        "zone": "Europe/Berlin",
+        "prompt": "check CI",
+        "created_at": at,
+        "done_until": at,
+    }
+    return ScheduleRecord.model_validate({**fields, **changes})
+
+
+async def test_schedules_are_kept_listed_oldest_first_and_by_conversation(store: Store) -> None:
+    await store.put_schedule(schedule("b", at=T0 + 1))
+    await store.put_schedule(schedule("a", at=T0 + 2))
+    await store.put_schedule(schedule("c", key=OTHER, at=T0))
+    assert [s.id for s in await store.schedules()] == ["c", "b", "a"]
+    assert [s.id for s in await store.schedules(KEY)] == ["b", "a"]
+    assert await store.get_schedule("a") == schedule("a", at=T0 + 2)
+    assert await store.get_schedule("zz") is None
+
+
+async def test_a_schedule_is_overwritten_by_its_id_and_deleted_once(store: Store) -> None:
+    await store.put_schedule(schedule("a"))
+    await store.put_schedule(schedule("a", state="paused", done_until=T0 + 60))
+    again = await store.get_schedule("a")
+    assert again is not None
+    assert (again.state, again.done_until) == ("paused", T0 + 60)
+    assert len(await store.schedules()) == 1
+    assert await store.delete_schedule("a") is True
+    assert await store.delete_schedule("a") is False
+    assert await store.schedules() == []
+
+
+async def test_schedules_survive_a_restart(backend: Backend) -> None:
+    await backend.store.put_schedule(schedule("a", state="active"))
+    again = await backend.open_again()
+    assert [s.id for s in await again.schedules()] == ["a"]
