@@ -51,6 +51,7 @@ from bridge.model import (
     Inbound,
     Keyboard,
     Markup,
+    Mention,
     MessageRef,
     PlatformLimits,
     ReactionState,
@@ -129,7 +130,9 @@ class ConsoleAdapter:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
+        # The person is at the terminal: a ping is shown like any message.
         asking = bool(buttons) or force_reply
         message = self._add(text, buttons, silent, asking, status=silent and bool(buttons))
         if force_reply:

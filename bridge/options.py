@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from bridge.model import BusyPolicy, ConversationSettings, Verbosity
+from bridge.model import BusyPolicy, ConversationSettings, NotifySettings, Verbosity
 from bridge.store.records import ConversationRecord
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ class ChatOptions:
     busy_policy: BusyPolicy | None = None
     verbosity: Verbosity | None = None
     project: str | None = None  # conversations under the key work in this project
+    notify: NotifySettings | None = None  # `[chats."<key>".notify]`; None: the bridge's
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class BridgeOptions:
     on_stop: StopMode = "stop"
     detach_timeout: float = 10 * 60
     settings: ConversationSettings = field(default_factory=ConversationSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)  # `[notify]`
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
     projects: Mapping[str, ProjectOptions] = field(default_factory=dict)
     # The conversation keys this bridge serves start with this ("": any). Bridges of
@@ -198,6 +200,11 @@ class BridgeOptions:
             if value is not None
         }
         return self.settings.model_copy(update=changes)
+
+    def notify_of(self, key: str) -> NotifySettings:
+        """Which events ping the person who started a run, for conversations under `key`."""
+        chat = self.chat(key)
+        return chat.notify if chat is not None and chat.notify is not None else self.notify
 
     def session_dir(self, key: str) -> Path:
         return self.data_dir / "sessions" / safe_name(key)

@@ -33,9 +33,9 @@ from adapters.telegram.settings import TelegramSettings
 from bridge.app.environment import SECRETS, env_tree
 from bridge.app.platforms import KEY_PREFIXES, configured, open_platforms, open_to_everyone
 from bridge.app.projects_config import chat_project, project_options
-from bridge.app.schema import Config, LimitsSection
+from bridge.app.schema import ChatSection, Config, LimitsSection
 from bridge.approvals.policy import check_patterns
-from bridge.model import ConversationSettings
+from bridge.model import ConversationSettings, NotifySettings
 from bridge.options import (
     AgentOptions,
     ApprovalOptions,
@@ -253,6 +253,7 @@ def _build(
             busy_policy=chat.busy_policy,
             verbosity=chat.verbosity,
             project=chat_project(key, chat, config, where, problems),
+            notify=_notify(config, chat),
         )
     try:
         agent_env = agent_environment(env, config.agent.env)
@@ -299,10 +300,19 @@ def _build(
             notify_approvers=config.approvals.notify_approvers,
         ),
         settings=ConversationSettings(**config.defaults.model_dump()),
+        notify=NotifySettings(**config.notify.model_dump()),
         chats=chats,
         projects=projects,
     )
     return Loaded(config, path, options, served)
+
+
+def _notify(config: Config, chat: ChatSection) -> NotifySettings | None:
+    """A chat's `[chats."<key>".notify]` over the bridge's `[notify]` (None: that one)."""
+    if chat.notify is None:
+        return None
+    given = chat.notify.model_dump(exclude_unset=True)
+    return NotifySettings(**{**config.notify.model_dump(), **given})
 
 
 def _transcription(config: Config, env: Mapping[str, str]) -> Transcription | None:

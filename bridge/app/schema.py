@@ -179,6 +179,16 @@ class ChatSection(_Section):
     # Every conversation under the key works in this project, each in a worktree of its
     # own (so not together with `workspace`).
     project: str | None = None
+    notify: NotifySection | None = None  # keys not given: as in the bridge's [notify]
+
+
+class NotifySection(_Section):
+    """`[notify]`: which events ping the person who started a run (docs/commands.md,
+    "Notifications"); everything else is posted without a notification."""
+
+    questions: bool = True  # a question (approval, dialog) waiting for them
+    done: bool = True  # the end of the run (done, failed, stopped)
+    quiet_under: float = Field(default=30.0, ge=0)  # a shorter run ends without a ping
 
 
 class ProjectSection(_Section):
@@ -253,6 +263,7 @@ class Config(BaseSettings):
     approvals: ApprovalsSection = ApprovalsSection()
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
+    notify: NotifySection = NotifySection()
 
     @model_validator(mode="after")
     def _role_needs_redis(self) -> Config:
