@@ -31,11 +31,15 @@ pytestmark = [
 ]
 
 
-async def start(run: ScaleOut, name: str) -> None:
-    """The process `name`, its configuration saying that every run's end pings."""
-    env = role(run.tmp_path, run.env, name)
+def every_end_pings(env: dict[str, str]) -> dict[str, str]:
     config = Path(env["PI_BRIDGE_CONFIG"])
     config.write_text(config.read_text() + "[notify]\nquiet_under = 0\n", encoding="utf-8")
+    return env
+
+
+async def start(run: ScaleOut, name: str) -> None:
+    """The process `name`, its configuration saying that every run's end pings."""
+    env = every_end_pings(role(run.tmp_path, run.env, name))
     process = bridge_process(run.tmp_path, env, f"{name}.log")
     run.processes[name] = await run.stack.enter_async_context(process)
 
