@@ -161,6 +161,7 @@ class DiscordAdapter:
                     file=file,
                     allowed_mentions=NO_MENTIONS,
                     suppress_embeds=True,
+                    silent=True,  # a file is never a ping
                 )
         except TooLong:
             return await self.send(chat, _over_limit(filename, len(data), limit))

@@ -195,6 +195,7 @@ class TelegramAdapter:
                         photo=data,
                         caption=caption or None,
                         message_thread_id=_thread(chat),
+                        disable_notification=True,  # a file is never a ping
                     )
                 return _ref(chat, sent)
             except (RateLimited, TransientError):
@@ -208,6 +209,7 @@ class TelegramAdapter:
                 filename=filename,
                 caption=caption or None,
                 message_thread_id=_thread(chat),
+                disable_notification=True,
             )
         return _ref(chat, sent)
 

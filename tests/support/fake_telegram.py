@@ -627,6 +627,7 @@ class FakeTelegram:
             self._next_id(chat_id),
             str(params.get("caption") or ""),
             thread_id=params.get("message_thread_id"),
+            notified=not params.get("disable_notification"),
             **content,
         )
         self.messages[(chat_id, message.message_id)] = message

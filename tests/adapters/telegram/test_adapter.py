@@ -222,6 +222,7 @@ async def test_upload_sends_a_document(fake: FakeTelegram, adapter: TelegramAdap
         b"line\n" * 1000,
         "bash output",
     )
+    assert not shown.notified  # a file is progress, never a ping
 
 
 async def test_limits_come_from_telegrams_constants(adapter: TelegramAdapter) -> None:
