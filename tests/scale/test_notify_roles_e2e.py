@@ -62,7 +62,7 @@ async def test_the_question_and_the_end_ping_through_a_frontend_and_a_worker(
         await fake.press(question, button(question, "Allow once"))
         ping = await shown(fake, ": Wiped the sources.", thread.id, WAIT)
         assert ping.pinged == [ALICE.id]
-        posted = [m for m in fake.messages(thread.id) if m.from_bot and not m.ephemeral]
+        posted = [m for m in fake.messages(thread.id) if m.from_bot and m.interaction_id is None]
         assert [m.id for m in posted if not m.silent] == [question.id, ping.id]
         await run.stop("w1")
         await run.stop("f1")

@@ -44,6 +44,6 @@ async def test_only_the_question_and_the_end_ping_their_person(
         ping = await shown(fake, ": Finished cleaning", thread.id)
         assert ping.pinged == [ALICE.id]
         assert not ping.silent
-        posted = [m for m in fake.messages(thread.id) if m.from_bot and not m.ephemeral]
+        posted = [m for m in fake.messages(thread.id) if m.from_bot and m.interaction_id is None]
         assert [m.id for m in posted if m.pinged] == [question.id, ping.id]
         assert all(m.silent for m in posted if m.id not in (question.id, ping.id))
