@@ -11,7 +11,8 @@ Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
 a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
 ``dialog:<request id>``, ``reply:<request id>`` (an input dialog's ForceReply
 message), ``busy:<pending id>``, ``picker:<fresh id>``, ``notice:…``, ``compaction:…``
-(notices.py; ``crashed:<message id>``: the supervisor's, status.py; ``queue…``: queued.py).
+(notices.py; ``crashed:<message id>``: the supervisor's, status.py; ``queue…``: queued.py;
+``ping:<run>``: the end of a run, pinging its person, pings.py).
 Run numbers count from 1 per renderer: the outbox maps slots per conversation
 and per renderer's lifetime. `working_on(message_id)` marks the user's message
 that a prompt came from (`React` "working"); the run that prompt starts marks it
