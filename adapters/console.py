@@ -28,6 +28,11 @@ question that asks for a reply. Without an interactive terminal (pipes, files,
 TERM=dumb) there is no live region and no cursor movement: each message is printed
 when final, and a question also when it is asked, so it can be answered. rich
 honours NO_COLOR. One conversation, key "console", owned by the local user.
+
+A formatted message (the renderer's Markdown: the agent's answers, questions, /help)
+is rendered by rich's Markdown (bold, lists, code blocks highlighted) into styled
+lines, so the live region still measures and trims plain `Text`; a plain message is
+shown as written. Neither is ever read as rich's own markup.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.control import Control
 from rich.live import Live
+from rich.markdown import Markdown
 from rich.text import Text
 
 from bridge.model import (
@@ -51,6 +57,7 @@ from bridge.model import (
     Inbound,
     Keyboard,
     Markup,
+    Mention,
     MessageRef,
     PlatformLimits,
     ReactionState,
@@ -62,6 +69,8 @@ from bridge.render.textsplit import split_text
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from rich.segment import Segment
+
 KEY = "console"
 CHAT = ChatRef("console")
 USER = Sender("console", "you")
@@ -69,6 +78,7 @@ LIMITS = PlatformLimits(max_text=8000, edit_interval=0.5, chat_rate=50.0, global
 # Well over `LIMITS.edit_interval`: a message still streaming is edited more often.
 SETTLE = 2.0
 REPLY_HINT = "(answer with: !a your text)"
+CODE_THEME = "ansi_dark"  # the terminal's own colours, legible on most backgrounds
 
 
 @dataclass
@@ -77,6 +87,7 @@ class _Message:
     seq: int  # the order sent
     text: str
     buttons: Keyboard
+    markup: Markup  # "formatted": Markdown, rendered; "plain": shown as written
     silent: bool  # progress (tools, the status), not a result
     asking: bool  # waits for the user: buttons, or a reply not given yet
     status: bool  # a run's status: silent, sent with buttons
@@ -129,9 +140,12 @@ class ConsoleAdapter:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
+        # The person is at the terminal: a ping is shown like any message.
         asking = bool(buttons) or force_reply
-        message = self._add(text, buttons, silent, asking, status=silent and bool(buttons))
+        status = silent and bool(buttons)
+        message = self._add(text, buttons, markup, silent, asking, status=status)
         if force_reply:
             self._reply_to = message.id
         if asking and not silent and not self._interactive:
@@ -145,10 +159,11 @@ class ConsoleAdapter:
         message = self._open.get(ref.message_id)
         if message is None:  # printed already (or never sent): it cannot change
             raise MessageGone(ref.message_id)
-        if message.text == text and message.buttons == buttons:
+        if message.text == text and message.buttons == buttons and message.markup == markup:
             raise NotModified(ref.message_id)
         self._number(buttons)
         message.text, message.buttons, message.asking = text, buttons, bool(buttons)
+        message.markup = markup
         message.changed = self._clock()
         self._update()
 
@@ -163,7 +178,7 @@ class ConsoleAdapter:
     ) -> MessageRef:
         # Queued like a message, so it follows the tool message it belongs to.
         text = f"📎 {filename} ({len(data)} bytes) {caption}".rstrip()
-        message = self._add(text, (), True, False, status=False)
+        message = self._add(text, (), "plain", True, False, status=False)
         message.done = True
         self._update()
         return MessageRef(chat, message.id)
@@ -212,11 +227,18 @@ class ConsoleAdapter:
         return self.console.is_interactive
 
     def _add(
-        self, text: str, buttons: Keyboard, silent: bool, asking: bool, *, status: bool
+        self,
+        text: str,
+        buttons: Keyboard,
+        markup: Markup,
+        silent: bool,
+        asking: bool,
+        *,
+        status: bool,
     ) -> _Message:
         seq = next(self._seqs)
         name = f"{self._process}-{seq}"
-        message = _Message(name, seq, text, buttons, silent, asking, status, self._clock())
+        message = _Message(name, seq, text, buttons, markup, silent, asking, status, self._clock())
         self._number(buttons)
         self._open[message.id] = message
         self._newest[silent] = seq
@@ -292,7 +314,9 @@ class ConsoleAdapter:
         return Text("\n").join([above, *kept])
 
     def _block(self, message: _Message) -> Text:
-        block = Text(message.text)
+        block = (
+            self._rendered(message.text) if message.markup == "formatted" else Text(message.text)
+        )
         for row in message.buttons:
             block.append("\n")
             for i, button in enumerate(row):
@@ -302,6 +326,13 @@ class ConsoleAdapter:
         if message.asking and not message.buttons:
             block.append(f"\n{REPLY_HINT}", style="dim")
         return block
+
+    def _rendered(self, markdown: str) -> Text:
+        """`markdown` as rich renders it, as styled lines of the terminal's width."""
+        options = self.console.options.update(width=max(20, self.console.width))
+        rendered = Markdown(markdown, code_theme=CODE_THEME, hyperlinks=False)
+        lines = self.console.render_lines(rendered, options, pad=False)
+        return Text("\n").join(_line(line) for line in lines)
 
     def _number(self, buttons: Keyboard) -> None:
         for row in buttons:
@@ -322,9 +353,18 @@ class ConsoleAdapter:
         self.console.control(Control.move(y=-rows))
         seq = next(self._seqs)  # not a newer message of the bridge's: `_newest` stays
         self._open[f"typed-{seq}"] = _Message(
-            f"typed-{seq}", seq, line, (), False, False, False, self._clock(), done=True
+            f"typed-{seq}", seq, line, (), "plain", False, False, False, self._clock(), done=True
         )
         self._update()
+
+
+def _line(segments: list[Segment]) -> Text:
+    line = Text()
+    for segment in segments:
+        if not segment.control:
+            line.append(segment.text, segment.style)
+    line.rstrip()
+    return line
 
 
 def _print_order(message: _Message) -> tuple[bool, int]:

@@ -181,6 +181,15 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
+class Mention:
+    """The person a message pings: `user_id` as the platform names them, and the name
+    shown where the platform needs one for the mention (Telegram groups)."""
+
+    user_id: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Send:
     """Post a new message for `slot`. `text` is already converted for the platform
     when `markup == "formatted"`; `plain` is the fallback sent if the platform
@@ -192,7 +201,10 @@ class Send:
     markup: Markup = "plain"
     buttons: Keyboard = ()
     force_reply: bool = False  # Telegram ForceReply: answers to input dialogs
-    silent: bool = False  # no notification sound (progress, not results)
+    silent: bool = False  # progress, not a result (how a terminal orders what it prints)
+    # The one kind of message that notifies: it pings this person (bridge/render/pings.py);
+    # every other message is posted without a notification where the platform allows.
+    ping: Mention | None = None
     # The text is still growing (a streamed answer): where the chat shows drafts
     # (`Drafting`), it is shown as one, and the first op of the slot without `draft`
     # sends the real message; elsewhere the flag changes nothing.
@@ -332,3 +344,14 @@ class ConversationSettings(BaseModel):
     model: str | None = None  # "provider/model-id"
     thinking: str | None = None
     timezone: str | None = None  # /tz: the zone its schedules' times are in
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    """Which events ping the person who started a run (`[notify]`): a question
+    waiting for them, the end of the run; a run shorter than `quiet_under` seconds
+    ends without a ping (the person is still looking)."""
+
+    questions: bool = True
+    done: bool = True
+    quiet_under: float = 30.0

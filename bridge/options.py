@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from bridge.model import BusyPolicy, ConversationSettings, Verbosity
+from bridge.model import BusyPolicy, ConversationSettings, NotifySettings, Verbosity
 from bridge.store.records import ConversationRecord
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ class ChatOptions:
     verbosity: Verbosity | None = None
     project: str | None = None  # conversations under the key work in this project
     timezone: str | None = None  # the zone schedules' times are in, unless /tz says another
+    notify: NotifySettings | None = None  # `[chats."<key>".notify]`; None: the bridge's
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class BridgeOptions:
     on_stop: StopMode = "stop"
     detach_timeout: float = 10 * 60
     settings: ConversationSettings = field(default_factory=ConversationSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)  # `[notify]`
     chats: Mapping[str, ChatOptions] = field(default_factory=dict)
     projects: Mapping[str, ProjectOptions] = field(default_factory=dict)
     schedules: ScheduleOptions = field(default_factory=ScheduleOptions)
@@ -225,6 +227,11 @@ class BridgeOptions:
             return settings.timezone
         chat = self.chat(key)
         return chat.timezone if chat is not None and chat.timezone else "UTC"
+
+    def notify_of(self, key: str) -> NotifySettings:
+        """Which events ping the person who started a run, for conversations under `key`."""
+        chat = self.chat(key)
+        return chat.notify if chat is not None and chat.notify is not None else self.notify
 
     def session_dir(self, key: str) -> Path:
         return self.data_dir / "sessions" / safe_name(key)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         Inbound,
         Keyboard,
         Markup,
+        Mention,
         PlatformLimits,
         ReactionState,
         Task,
@@ -80,7 +81,11 @@ class Adapter(Protocol):
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
-    ) -> MessageRef: ...
+        ping: Mention | None = None,
+    ) -> MessageRef:
+        """Post a message. It notifies only when it pings someone (`ping`: mentioning
+        them where the chat is shared); otherwise it is posted without a notification
+        where the platform allows. `silent` marks progress, not a result."""
 
     async def edit(
         self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
@@ -221,6 +226,7 @@ class PlatformCall:
     tasks: tuple[Task, ...] = ()
     draft_id: int = 0
     user_id: str = ""
+    ping: Mention | None = None
 
     @property
     def where(self) -> ChatRef:
@@ -285,6 +291,7 @@ MEMBERS: tuple[AnyMember, ...] = (
             buttons=c.buttons,
             force_reply=c.force_reply,
             silent=c.silent,
+            ping=c.ping,
         ),
     ),
     Member(

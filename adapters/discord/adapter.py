@@ -47,7 +47,7 @@ from bridge.platform import MessageGone, PlatformError, TooLong
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from bridge.model import Form, Keyboard, Markup, ReactionState
+    from bridge.model import Form, Keyboard, Markup, Mention, ReactionState
 
 log = logging.getLogger(__name__)
 
@@ -97,17 +97,29 @@ class DiscordAdapter:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
         # Discord has no ForceReply: an input dialog's answer is the next message.
         self._remember_forms(buttons)
         channel = posted_in(chat)
         view = _view(buttons)
+        content, mentions = _content(text, markup), NO_MENTIONS
+        if ping is not None and ping.user_id.isdigit():
+            # The mention notifies that one person and nobody else the text names.
+            content = f"<@{ping.user_id}> {content}"
+            mentions = discord.AllowedMentions(
+                everyone=False,
+                roles=False,
+                replied_user=False,
+                users=[discord.Object(id=int(ping.user_id))],
+            )
         with translated("send a message", channel, self.told):
             sent = await self._channel(channel).send(
-                content=_content(text, markup),
-                allowed_mentions=NO_MENTIONS,
+                content=content,
+                allowed_mentions=mentions,
                 suppress_embeds=True,
-                silent=silent,
+                # SUPPRESS_NOTIFICATIONS (message flag 1 << 12) on all but a ping.
+                silent=ping is None,
                 view=view if view is not None else discord.utils.MISSING,
             )
         self.typing.posted(chat, new=True)
@@ -149,6 +161,7 @@ class DiscordAdapter:
                     file=file,
                     allowed_mentions=NO_MENTIONS,
                     suppress_embeds=True,
+                    silent=True,  # a file is never a ping
                 )
         except TooLong:
             return await self.send(chat, _over_limit(filename, len(data), limit))

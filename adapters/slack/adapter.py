@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from bridge.model import Form, Inbound, Task
+    from bridge.model import Form, Inbound, Mention, Task
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +154,17 @@ class SlackAdapter:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
-        # Slack has neither ForceReply nor silent messages: both are ignored.
+        # Slack has neither ForceReply nor a silent flag: a reply in a thread notifies
+        # only the thread's followers, edits and stream appends nobody; a ping is a new
+        # message mentioning the person (a DM with the app notifies by itself).
         self._remember_forms(buttons)
         fallback, blocks = message_blocks(text, markup, buttons)
+        if ping is not None and not is_dm(chat.chat_id):
+            mention = f"<@{ping.user_id}>"
+            fallback = f"{mention} {fallback}"
+            blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": mention}}, *blocks]
         with translated(markup):
             sent = await self.client.chat_postMessage(
                 channel=chat.chat_id,

@@ -23,7 +23,7 @@ import logging
 import warnings
 from typing import TYPE_CHECKING
 
-from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity, User
 from telegram.constants import (
     FloodLimit,
     InlineKeyboardButtonLimit,
@@ -31,6 +31,7 @@ from telegram.constants import (
     ParseMode,
 )
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+from telegram.helpers import escape_markdown
 from telegram.warnings import PTBDeprecationWarning
 
 from adapters import errors
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
     from telegram import Bot, Message
 
-    from bridge.model import Keyboard, Markup, ReactionState
+    from bridge.model import Keyboard, Markup, Mention, ReactionState
 
 # PTB 22 warns, on every RetryAfter, that `retry_after` will become a timedelta:
 # `retry_seconds` takes either, so the warning says nothing to act on.
@@ -139,20 +140,27 @@ class TelegramAdapter:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
         # One reply_markup per message: ForceReply (the input dialog's reply box)
         # wins over buttons; /stop still cancels such a dialog.
         reply_markup: ForceReply | InlineKeyboardMarkup | None = (
             ForceReply(selective=True) if force_reply else keyboard(buttons)
         )
+        shown, entities = _shown(text, markup), None
+        if ping is not None and not _private(chat):
+            shown, entities = _mentioning(ping, shown, markup)
         with platform_errors():
             sent = await self.bot.send_message(
                 chat_id=chat.chat_id,
-                text=_shown(text, markup),
+                text=shown,
                 parse_mode=_parse_mode(markup),
                 reply_markup=reply_markup,
                 message_thread_id=_thread(chat),
-                disable_notification=silent,
+                # Only a ping notifies (docs/commands.md, "Notifications"): an edit
+                # never does, and a message sent this way arrives without a sound.
+                disable_notification=ping is None,
+                entities=entities,
             )
         return _ref(chat, sent)
 
@@ -187,6 +195,7 @@ class TelegramAdapter:
                         photo=data,
                         caption=caption or None,
                         message_thread_id=_thread(chat),
+                        disable_notification=True,  # a file is never a ping
                     )
                 return _ref(chat, sent)
             except (RateLimited, TransientError):
@@ -200,6 +209,7 @@ class TelegramAdapter:
                 filename=filename,
                 caption=caption or None,
                 message_thread_id=_thread(chat),
+                disable_notification=True,
             )
         return _ref(chat, sent)
 
@@ -272,6 +282,21 @@ def _private(chat: ChatRef) -> bool:
 
 def _shown(text: str, markup: Markup) -> str:
     return plain(text) if markup == "plain" else text
+
+
+def _mentioning(
+    ping: Mention, shown: str, markup: Markup
+) -> tuple[str, list[MessageEntity] | None]:
+    """`shown` opening with a mention of `ping` by id (a person without a username can
+    be mentioned only so): a link in MarkdownV2, an entity in plain text."""
+    name = ping.name or "you"
+    if not ping.user_id.isdigit():
+        return shown, None
+    if markup == "formatted":
+        return f"[{escape_markdown(name, version=2)}](tg://user?id={ping.user_id}) {shown}", None
+    user = User(int(ping.user_id), name, is_bot=False)
+    length = len(name.encode("utf-16-le")) // 2  # entity offsets count UTF-16 units
+    return f"{name} {shown}", [MessageEntity(MessageEntity.TEXT_MENTION, 0, length, user=user)]
 
 
 def _parse_mode(markup: Markup) -> str | None:

@@ -33,9 +33,9 @@ from adapters.telegram.settings import TelegramSettings
 from bridge.app.environment import SECRETS, env_tree
 from bridge.app.platforms import KEY_PREFIXES, configured, open_platforms, open_to_everyone
 from bridge.app.projects_config import chat_project, project_options, push_tokens_kept
-from bridge.app.schema import Config, LimitsSection
+from bridge.app.schema import ChatSection, Config, LimitsSection
 from bridge.approvals.policy import check_patterns
-from bridge.model import ConversationSettings
+from bridge.model import ConversationSettings, NotifySettings
 from bridge.options import (
     AgentOptions,
     ApprovalOptions,
@@ -256,6 +256,7 @@ def _build(
             verbosity=chat.verbosity,
             project=chat_project(key, chat, config, where, problems),
             timezone=_timezone(key, chat.timezone, where, problems),
+            notify=_notify(config, chat),
         )
     try:
         agent_env = agent_environment(env, config.agent.env)
@@ -303,6 +304,7 @@ def _build(
             notify_approvers=config.approvals.notify_approvers,
         ),
         settings=ConversationSettings(**config.defaults.model_dump()),
+        notify=NotifySettings(**config.notify.model_dump()),
         chats=chats,
         projects=projects,
         schedules=ScheduleOptions(**config.schedules.model_dump()),
@@ -315,6 +317,14 @@ def _timezone(key: str, zone: str | None, where: str, problems: list[str]) -> st
         problems.append(f'chats."{key}".timezone{where}: unknown time zone {zone!r}')
         return None
     return zone
+
+
+def _notify(config: Config, chat: ChatSection) -> NotifySettings | None:
+    """A chat's `[chats."<key>".notify]` over the bridge's `[notify]` (None: that one)."""
+    if chat.notify is None:
+        return None
+    given = chat.notify.model_dump(exclude_unset=True)
+    return NotifySettings(**{**config.notify.model_dump(), **given})
 
 
 def _transcription(config: Config, env: Mapping[str, str]) -> Transcription | None:

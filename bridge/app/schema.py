@@ -180,6 +180,16 @@ class ChatSection(_Section):
     # own (so not together with `workspace`).
     project: str | None = None
     timezone: str | None = None  # its schedules' zone ("Europe/Berlin"); None: UTC; /tz changes it
+    notify: NotifySection | None = None  # keys not given: as in the bridge's [notify]
+
+
+class NotifySection(_Section):
+    """`[notify]`: which events ping the person who started a run (docs/commands.md,
+    "Notifications"); everything else is posted without a notification."""
+
+    questions: bool = True  # a question (approval, dialog) waiting for them
+    done: bool = True  # the end of the run (done, failed, stopped)
+    quiet_under: float = Field(default=30.0, ge=0)  # a shorter run ends without a ping
 
 
 class ProjectSection(_Section):
@@ -270,6 +280,7 @@ class Config(BaseSettings):
     schedules: SchedulesSection = SchedulesSection()
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
+    notify: NotifySection = NotifySection()
 
     @model_validator(mode="after")
     def _role_needs_redis(self) -> Config:

@@ -38,7 +38,7 @@ from bridge.approvals import (
     reason_to_ask,
 )
 from bridge.files.posting import ExportRefused, read_inside
-from bridge.model import Edit, Form, Send, Upload
+from bridge.model import Edit, Form, Mention, Send, Upload
 from bridge.platform import DirectMessages, PlatformError
 from bridge.render import DialogChoice
 from bridge.render.textbits import clip, code_block, delay
@@ -152,6 +152,9 @@ class Approvals:
             copies = self._copies.get(request_id, {})
             for approver, chat in copies.items():
                 copy = dataclasses.replace(op, slot=f"{op.slot}>{approver}")
+                if isinstance(copy, Send) and copy.ping is not None:
+                    # The copy pings the approver it goes to, not the run's person.
+                    copy = dataclasses.replace(copy, ping=Mention(approver))
                 self.services.outbox.submit(self._conversation.key, chat, [copy])
             if isinstance(op, Edit) and not op.buttons:
                 self._copies.pop(request_id, None)

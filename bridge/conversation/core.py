@@ -65,6 +65,7 @@ class Conversation:
             formatter=services.adapter.format,
             tokens=services.tokens,
             settings=services.options.settings_of(key),
+            notify=services.options.notify_of(key),
         )
         self.last_active = services.clock()
         self.waiting = Waiting()  # asked about while the agent works, or held

@@ -33,7 +33,7 @@ from bridge.conversation.routing import (
     Stop,
 )
 from bridge.files.attachments import as_content
-from bridge.model import AnswerPress
+from bridge.model import AnswerPress, Mention
 from bridge.render import BusyChoice, DialogChoice, PickerChoice, QueueChoice, StopChoice
 
 if TYPE_CHECKING:
@@ -76,9 +76,9 @@ class Intents:
         message_id = inbound.message_id
         match intent:
             case Prompt():
-                await self.prompt(intent, message_id)
+                await self.prompt(intent, message_id, inbound.sender)
             case Steer() | FollowUp():
-                await self.queue(intent, message_id)
+                await self.queue(intent, message_id, inbound.sender)
             case AskBusy():
                 self._ask(intent, message_id)
             case Hold():
@@ -97,11 +97,14 @@ class Intents:
             case Ignore():
                 log.debug("conversation %s: ignored (%s)", conversation.key, intent.reason)
 
-    async def prompt(self, intent: Prompt, message_id: str | None) -> None:
+    async def prompt(
+        self, intent: Prompt, message_id: str | None, sender: Sender | None = None
+    ) -> None:
         """Start a run; the user's message shows it is being worked on until it ends."""
         conversation = self._conversation
         agent = await conversation.ensure_agent()
-        conversation.submit(conversation.renderer.working_on(message_id))
+        person = Mention(sender.id, sender.name) if sender is not None else None
+        conversation.submit(conversation.renderer.working_on(message_id, person))
         if not agent.state.busy:
             await conversation.projects.before_run()  # the run's changed files count from here
         try:
@@ -110,10 +113,12 @@ class Intents:
             conversation.submit(conversation.renderer.not_started())
             raise
 
-    async def queue(self, intent: Steer | FollowUp, message_id: str | None) -> None:
+    async def queue(
+        self, intent: Steer | FollowUp, message_id: str | None, sender: Sender | None = None
+    ) -> None:
         """Into the running agent's run; with no run on, it starts one."""
         if not await self._conversation.queued.add(intent, message_id):
-            await self.prompt(Prompt(intent.text, intent.images), message_id)
+            await self.prompt(Prompt(intent.text, intent.images), message_id, sender)
 
     async def stop(self) -> None:
         conversation = self._conversation

@@ -122,6 +122,7 @@ def call_of(op: Op, chat: ChatRef, ref: MessageRef | None = None) -> PlatformCal
                 buttons=op.buttons,
                 force_reply=op.force_reply,
                 silent=op.silent,
+                ping=op.ping,
             )
         case Edit():
             return PlatformCall("edit", ref=ref, text=op.text, markup=op.markup, buttons=op.buttons)

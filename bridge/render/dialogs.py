@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from bridge.model import Button, Form, Keyboard
 from bridge.render.choices import BusyChoice, DialogChoice, PickerChoice
+from bridge.render.pings import question_ping
 from bridge.render.textbits import clip, code_block, delay
 from bridge.render.views import Slot, View
 from bridge.rpc.ui import ConfirmRequest, EditorRequest, InputRequest, SelectRequest
@@ -26,7 +27,7 @@ from bridge.rpc.ui import ConfirmRequest, EditorRequest, InputRequest, SelectReq
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from bridge.model import Op
+    from bridge.model import Mention, Op
     from bridge.render.choices import Choice, PickerOption
     from bridge.render.views import Context
     from bridge.rpc.ui import DialogRequest
@@ -54,6 +55,10 @@ class Questions:
         self._ctx = ctx
         self._open: dict[str, Question] = {}  # by slot name
 
+    def _ping(self) -> Mention | None:
+        """A question waiting for its person pings them, if `[notify] questions`."""
+        return question_ping(self._ctx.notify, self._ctx.person)
+
     # --- agent dialogs ------------------------------------------------------------
 
     def open_dialog(self, request: DialogRequest) -> list[Op]:
@@ -63,7 +68,7 @@ class Questions:
         text, markdown = _dialog_text(request)
         wants_reply = isinstance(request, InputRequest | EditorRequest)
         # No ForceReply here: Telegram allows it or buttons on a message, not both.
-        question = Question(Slot(name), text, markdown, name, wants_reply)
+        question = Question(Slot(name, ping=self._ping()), text, markdown, name, wants_reply)
         question.title = request.title.strip()
         self._open[name] = question
         buttons = self._buttons(name, _dialog_choices(request))
@@ -77,7 +82,7 @@ class Questions:
         name = f"dialog:{request_id}"
         if name in self._open:
             return []
-        question = Question(Slot(name), markdown, True, name)
+        question = Question(Slot(name, ping=self._ping()), markdown, True, name)
         self._open[name] = question
         buttons = self._buttons(name, list(choices), 2)
         return question.slot.show(self._view(question).with_buttons(buttons))

@@ -11,7 +11,8 @@ Slots: ``status:<run>``, ``text:<run>:<msg>:<chunk>`` (``-`` for the run outside
 a run), ``tool:<toolCallId>``, ``tools:<run>`` (compact), ``toolfile:<id>``,
 ``dialog:<request id>``, ``reply:<request id>`` (an input dialog's ForceReply
 message), ``busy:<pending id>``, ``picker:<fresh id>``, ``notice:…``, ``compaction:…``
-(notices.py; ``crashed:<message id>``: the supervisor's, status.py; ``queue…``: queued.py).
+(notices.py; ``crashed:<message id>``: the supervisor's, status.py; ``queue…``: queued.py;
+``ping:<run>``: the end of a run, pinging its person, pings.py).
 Run numbers count from 1 per renderer: the outbox maps slots per conversation
 and per renderer's lifetime. `working_on(message_id)` marks the user's message
 that a prompt came from (`React` "working"); the run that prompt starts marks it
@@ -27,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bridge.identity import fresh_id
-from bridge.model import ConversationSettings
+from bridge.model import ConversationSettings, NotifySettings
 from bridge.render.choices import TokenBook
 from bridge.render.dialogs import Questions
 from bridge.render.notices import Notices
@@ -43,7 +44,7 @@ from bridge.rpc import ui
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bridge.model import Op, PlatformLimits
+    from bridge.model import Mention, Op, PlatformLimits
     from bridge.platform import Formatter
     from bridge.render.choices import Choice, DialogChoice, PickerOption
     from bridge.render.status import Numbering
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 EXPIRED = "⌛ expired — the agent went on without an answer"
 _DEFAULT_SETTINGS = ConversationSettings()
+_DEFAULT_NOTIFY = NotifySettings()
 # Events of the agent loop: a run that saw none was an extension command or a failed prompt.
 _LOOP: tuple[type, ...] = (ev.AgentStart, ev.TurnStart, ev.TurnEnd, ev.MessageStart)
 _LOOP += (ev.MessageUpdate, ev.MessageEnd, ev.ToolExecutionStart, ev.ToolExecutionUpdate)
@@ -66,9 +68,11 @@ class Renderer:
         tokens: Callable[[], str],
         settings: ConversationSettings = _DEFAULT_SETTINGS,
         tool_output_lines: int = 12,
+        notify: NotifySettings = _DEFAULT_NOTIFY,
     ) -> None:
         self.settings = settings
-        self._ctx = Context(limits, formatter, TokenBook(tokens, limits.max_button_data))
+        book = TokenBook(tokens, limits.max_button_data)
+        self._ctx = Context(limits, formatter, book, notify)
         tools = Tools(self._ctx, tool_output_lines)
         self.questions = Questions(self._ctx)
         self._notices = Notices(self._ctx, lambda: self.counts.note(self._runs.run is not None))
@@ -144,8 +148,11 @@ class Renderer:
     def notice(self, text: str, *, markdown: bool = False) -> list[Op]:
         return self._notices.notice(text, markdown=markdown)
 
-    def working_on(self, message_id: str | None) -> list[Op]:
-        """A prompt from the user's message `message_id` is being sent to the agent."""
+    def working_on(self, message_id: str | None, person: Mention | None = None) -> list[Op]:
+        """A prompt from the user's message `message_id` is being sent to the agent, by
+        `person`: whom the questions and the end of the run it starts ping (pings.py)."""
+        if person is not None:
+            self._ctx.person = person
         return self._runs.working_on(message_id)
 
     def not_started(self) -> list[Op]:

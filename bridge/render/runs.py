@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bridge.model import React
+from bridge.render.pings import end_ping
 from bridge.render.riders import Riders
 from bridge.render.status import Board, Numbering, RunStatus
 from bridge.render.text import AssistantText
@@ -91,6 +92,7 @@ class Runs:
         if run is not None:
             self._forget_run(run)
             ops += in_run(run.interrupted(now, reason), run.name, over=True)
+            ops += self._end_ping(run, now)
             ops += [React(run.message, "failed")] if run.message else []
             ops += self.riders.fail_all()
         elif self._cut is not None:
@@ -162,6 +164,7 @@ class Runs:
         self.run = RunStatus.begin(self.counts.runs, self.counts.run_began(now), self._ctx.book)
         self._tools.run = self.run.name
         self.run.message, self._reacting = self._reacting, None
+        self.run.person = self._ctx.person
         return self.run.opening(now)
 
     def ended(self, now: float) -> list[Op]:
@@ -184,7 +187,16 @@ class Runs:
             return ops + run.slot.remove()  # nothing ran: the command's answer says it all
         if run.loop_open:
             self._cut = run
-        return ops + in_run(run.finish(now), run.name, over=True)
+        return ops + in_run(run.finish(now), run.name, over=True) + self._end_ping(run, now)
+
+    def _end_ping(self, run: RunStatus, now: float) -> list[Op]:
+        outcome = run.final or run.outcome(now)
+        took = now - run.started
+        ctx = self._ctx
+        last = run.last
+        return end_ping(
+            ctx.notify, run.person, run=run.number, took=took, outcome=outcome, last=last
+        )
 
     def _forget_run(self, run: RunStatus) -> None:
         self._tools.run = ""

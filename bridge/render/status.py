@@ -28,7 +28,7 @@ from bridge.rpc.content import AssistantMessage
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from bridge.model import Op, ReactionState
+    from bridge.model import Mention, Op, ReactionState
     from bridge.render.choices import TokenBook
 
 STATUS_INTERVAL = 5.0  # seconds between edits of the live status message
@@ -126,6 +126,7 @@ class RunStatus:
     message: str | None = None  # the user's message that started the run (reactions)
     overtime: bool = False  # aborted by the bridge for running too long
     changed: int = 0  # files of the conversation's worktree the run changed
+    person: Mention | None = None  # who started it: whom its end pings (pings.py)
 
     @property
     def owner(self) -> str:

@@ -10,10 +10,21 @@ everyone). `Context` is what every part shares: limits, formatter, token book.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from bridge.model import Delete, Edit, Keyboard, Markup, Op, PlatformLimits, Send, Task
+from bridge.model import (
+    Delete,
+    Edit,
+    Keyboard,
+    Markup,
+    Mention,
+    NotifySettings,
+    Op,
+    PlatformLimits,
+    Send,
+    Task,
+)
 from bridge.render.textsplit import split_text
 
 if TYPE_CHECKING:
@@ -48,6 +59,7 @@ class Slot:
     name: str
     silent: bool = False
     force_reply: bool = False
+    ping: Mention | None = None  # its first post notifies this person (pings.py)
     shown: View | None = None
     drafting: bool = False  # the last op left the text growing (`Send.draft`)
 
@@ -87,6 +99,7 @@ class Slot:
             force_reply=self.force_reply,
             silent=self.silent,
             draft=draft,
+            ping=self.ping,
         )
 
     def remove(self) -> list[Op]:
@@ -115,6 +128,8 @@ class Context:
     limits: PlatformLimits
     formatter: Formatter
     book: TokenBook
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    person: Mention | None = None  # who sent the latest prompt: whom pings are for
 
     def views(self, markdown: str) -> list[View]:
         """Markdown as formatted messages, each with its source slice as the fallback."""

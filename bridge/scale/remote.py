@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         ChatRef,
         Keyboard,
         Markup,
+        Mention,
         MessageRef,
         PlatformLimits,
         ReactionState,
@@ -183,6 +184,7 @@ class RemoteAdapter:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
         return await self._ref(
             PlatformCall(
@@ -193,6 +195,7 @@ class RemoteAdapter:
                 buttons=buttons,
                 force_reply=force_reply,
                 silent=silent,
+                ping=ping,
             )
         )
 

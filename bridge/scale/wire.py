@@ -28,6 +28,7 @@ from bridge.model import (
     Inbound,
     Keyboard,
     Markup,
+    Mention,
     MessageRef,
     ReactionState,
     Task,
@@ -99,6 +100,7 @@ class Call(BaseModel):
     tasks: tuple[Task, ...] = ()
     draft_id: int = 0
     user_id: str = ""
+    ping: Mention | None = None
 
     @field_validator("method")
     @classmethod

@@ -20,6 +20,7 @@ from bridge.admission import screen
 from bridge.app.config import ConfigError, load_config
 from bridge.app.schema import TELEGRAM_ONLY, SlackSection, TelegramSection
 from bridge.logs import Redactor, RedactSecrets, secret_values, setup_logging
+from bridge.model import NotifySettings
 from bridge.options import ApprovalOptions, safe_name
 from bridge.paths import SEND_FILE_EXTENSION
 from tests.support.paths import REPO
@@ -811,3 +812,17 @@ def test_an_unknown_time_zone_of_a_chat_is_named(tmp_path: Path) -> None:
     said = problems(tmp_path, '[chats."tg:42"]\ntimezone = "Mars/Olympus"\n')
     assert 'chats."tg:42".timezone' in said
     assert "Mars/Olympus" in said
+
+
+def test_notify_settings_come_from_the_file_and_a_chat_overrides_some_of_them(
+    tmp_path: Path,
+) -> None:
+    toml = (
+        '[notify]\nquiet_under = 60\ndone = false\n[chats."tg:-1001".notify]\nquestions = false\n'
+    )
+    options = load(tmp_path, toml).options
+    assert options.notify_of("tg:42") == NotifySettings(questions=True, done=False, quiet_under=60)
+    assert options.notify_of("tg:-1001:7") == NotifySettings(False, False, 60)
+    (tmp_path / "bare").mkdir()
+    assert load(tmp_path / "bare", None).options.notify == NotifySettings()  # both, 30 s
+    assert "notify.quiet_under" in problems(tmp_path, "[notify]\nquiet_under = -1\n")

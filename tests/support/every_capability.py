@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bridge.model import Button, ChatRef, MessageRef, PlatformLimits, Task
+from bridge.model import Button, ChatRef, Mention, MessageRef, PlatformLimits, Task
 from bridge.platform import PlatformCall
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ REF = MessageRef(CHAT, "m1")
 BUTTONS: Keyboard = ((Button("Yes", "tok-y"), Button("No", "tok-n")),)
 TASKS = (Task("call_1", "bash", "complete", "ok"),)
 DM = ChatRef("dm-U1")
+PING = Mention("U1", "Alice")
 
 
 @dataclass
@@ -52,9 +53,10 @@ class EveryCapability:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
         args = {"markup": markup, "buttons": buttons, "force_reply": force_reply}
-        return self._posted("send", chat, text=text, silent=silent, **args)
+        return self._posted("send", chat, text=text, silent=silent, ping=ping, **args)
 
     async def edit(
         self, ref: MessageRef, text: str, *, markup: Markup = "plain", buttons: Keyboard = ()
@@ -120,6 +122,7 @@ SAMPLES: dict[str, tuple[PlatformCall, dict[str, Any]]] = {
             buttons=BUTTONS,
             force_reply=True,
             silent=True,
+            ping=PING,
         ),
         {
             "chat": CHAT,
@@ -128,6 +131,7 @@ SAMPLES: dict[str, tuple[PlatformCall, dict[str, Any]]] = {
             "buttons": BUTTONS,
             "force_reply": True,
             "silent": True,
+            "ping": PING,
         },
     ),
     "edit": (

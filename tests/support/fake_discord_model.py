@@ -32,6 +32,7 @@ UPLOAD_LIMIT = 10 * 2**20  # bytes per file without boosts (reference#uploading-
 # Message flags (resources/message#message-object-message-flags).
 EPHEMERAL = 1 << 6
 LOADING = 1 << 7
+SUPPRESS_NOTIFICATIONS = 1 << 12  # "@silent": nobody is notified, mentions still show
 IS_VOICE_MESSAGE = 1 << 13
 # Channel types (resources/channel#channel-object-channel-types).
 GUILD_TEXT, DM, PUBLIC_THREAD, PRIVATE_THREAD, GUILD_FORUM = 0, 1, 11, 12, 15
@@ -365,6 +366,11 @@ class Message:
     edited: float | None = None  # wall-clock time of the last edit (edited_timestamp)
     at: float = 0.0  # the fake's clock when it was created
     reactions: list[str] = field(default_factory=list)  # the bot's
+    pinged: list[int] = field(default_factory=list)  # users its creation notified (`pinged`)
+
+    @property
+    def silent(self) -> bool:
+        return bool(self.flags & SUPPRESS_NOTIFICATIONS)
 
     @property
     def buttons(self) -> list[tuple[str, str]]:

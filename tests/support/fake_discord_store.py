@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -136,6 +137,7 @@ class Store:
             at=self.clock(),
         )
         message.ephemeral = bool(message.flags & EPHEMERAL)
+        message.pinged = [] if message.silent else pinged(payload)
         message.attachments = self.attach(channel.id, payload, files)
         reference = payload.get("message_reference") or {}
         if reference.get("message_id"):
@@ -289,3 +291,15 @@ def _content_type(name: str) -> str:
     """Discord sets an upload's content_type from its name (discord.py sends them all
     as application/octet-stream)."""
     return _TYPES.get(name.rsplit(".", 1)[-1].lower(), "application/octet-stream")
+
+
+def pinged(payload: Json) -> list[int]:
+    """The users a new message notifies by mention: those its content mentions that its
+    `allowed_mentions` lets through (resources/message#allowed-mentions-object; without
+    the object every mention notifies)."""
+    named = [int(i) for i in re.findall(r"<@!?(\d+)>", str(payload.get("content") or ""))]
+    allowed = payload.get("allowed_mentions")
+    if allowed is None:
+        return named
+    listed = {int(u) for u in allowed.get("users") or []}
+    return [u for u in named if "users" in (allowed.get("parse") or []) or u in listed]

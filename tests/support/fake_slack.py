@@ -54,7 +54,7 @@ from aiohttp import WSMsgType, web
 
 # Posted and check_message are re-exported: tests import them from here.
 from tests.support.fake_slack_messages import Posted as Posted
-from tests.support.fake_slack_messages import blocks_of, button_value, view_ok
+from tests.support.fake_slack_messages import blocks_of, button_value, mentions, view_ok
 from tests.support.fake_slack_messages import check_message as check_message
 from tests.support.fake_slack_streams import STREAM_TIERS, StreamingMethods
 from tests.support.loopback import serve_on_loopback, until
@@ -619,7 +619,8 @@ class FakeSlack(StreamingMethods):
         ts = self.new_ts()
         channel, thread = str(args["channel"]), args.get("thread_ts") or None
         blocks = blocks_of(args)
-        self.messages[ts] = Posted(channel, ts, str(args.get("text") or ""), blocks, thread)
+        text = str(args.get("text") or "")
+        self.messages[ts] = Posted(channel, ts, text, blocks, thread, mentioned=mentions(args))
         self._clear_status(channel, thread)
         return {"channel": channel, "ts": ts, "message": {"ts": ts, "text": args.get("text")}}
 

@@ -3,11 +3,15 @@ checks before it accepts one (answering `invalid_blocks` / `msg_too_long` like S
 
 A streamed message (chat.startStream) is a `Posted` too, with its `stream`: its text is
 the text streamed so far, so helpers that read `visible` see it as the reader does.
+`mentioned` keeps whom a message pinged when it was posted (its `<@U…>` mentions): in a
+channel only a new message that mentions a person notifies them; edits (chat.update)
+and stream appends notify nobody.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +34,7 @@ class Posted:
     deleted: bool = False
     stream: Stream | None = None  # set when the message was started as a stream
     updated: bool = False  # chat.update replaced what it shows (a stream's text too)
+    mentioned: tuple[str, ...] = ()  # the people its post notified (`mentions`)
 
     @property
     def streaming(self) -> bool:
@@ -48,6 +53,12 @@ class Posted:
             for element in block.get("elements", []):
                 parts.append(f"[{(element.get('text') or {}).get('text', '')}]")
         return "\n".join(parts) if parts else self.text
+
+
+def mentions(args: Json) -> tuple[str, ...]:
+    """The users a posted message mentions, in its text or its blocks' mrkdwn."""
+    found = re.findall(r"<@([UW][A-Z0-9]+)>", f"{args.get('text') or ''} {blocks_of(args)}")
+    return tuple(dict.fromkeys(found))
 
 
 def blocks_of(args: Json) -> list[Json]:

@@ -16,6 +16,9 @@ it lives 30 s after its last update or until the bot sends the chat a real messa
 `fail()` makes the next call(s) of a method fail with a chosen error. The bot's
 reactions are kept per message (`reactions`); chats in `reactions_off` refuse them. Once
 setWebhook is called, `push()` POSTs the queued updates to the webhook instead.
+A message records whether it notified (`notified`: sent without `disable_notification`;
+an edit never notifies) and whom it mentions by id (`mentions`: text_mention entities and
+`tg://user?id=` links), what a ping is made of.
 
 Tests act as users with `message()`, `photo()` and `press()`, which queue real-
 shaped updates, and wait with `wait_for()` / `bot_message()`; `raw()` queues an
@@ -73,6 +76,7 @@ DRAFT_ID_INVALID = "draft_id must be a non-zero integer"
 
 _INTS = {"chat_id", "message_id", "offset", "limit", "timeout", "message_thread_id", "draft_id"}
 _JSON = {
+    "disable_notification",
     "reply_markup",
     "commands",
     "allowed_updates",
@@ -120,6 +124,8 @@ class Message:
     photo: bytes | None = None  # as the bot sent it (Telegram would re-encode it)
     deleted: bool = False
     edited_at: list[float] = field(default_factory=list)
+    notified: bool = True  # sent without `disable_notification`
+    mentions: list[int] = field(default_factory=list)  # user ids mentioned by id
 
     @property
     def buttons(self) -> list[tuple[str, str]]:
@@ -521,6 +527,8 @@ class FakeTelegram:
             params.get("parse_mode"),
             markup,
             params.get("message_thread_id"),
+            notified=not params.get("disable_notification"),
+            mentions=_mentions(params),
         )
         self.messages[(chat_id, message.message_id)] = message
         self._dismiss_draft(chat_id)
@@ -619,6 +627,7 @@ class FakeTelegram:
             self._next_id(chat_id),
             str(params.get("caption") or ""),
             thread_id=params.get("message_thread_id"),
+            notified=not params.get("disable_notification"),
             **content,
         )
         self.messages[(chat_id, message.message_id)] = message
@@ -775,6 +784,18 @@ def _check_markup(markup: dict[str, Any] | None) -> dict[str, Any] | None:
             if data is not None and not 1 <= len(data.encode()) <= MAX_CALLBACK_DATA:
                 raise bad_request("BUTTON_DATA_INVALID")
     return markup or None
+
+
+def _mentions(params: dict[str, Any]) -> list[int]:
+    """The users a sent text mentions by id: its text_mention entities, or the
+    `tg://user?id=` links of its MarkdownV2."""
+    entities = params.get("entities") or []
+    if isinstance(entities, str):
+        entities = json.loads(entities)
+    found = [int(e["user"]["id"]) for e in entities if e.get("type") == "text_mention"]
+    if params.get("parse_mode") == "MarkdownV2":
+        found += [int(m) for m in re.findall(r"\]\(tg://user\?id=(\d+)\)", str(params["text"]))]
+    return found
 
 
 def _shown(params: dict[str, Any], *, empty_ok: bool = False) -> str:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from bridge.model import ChatRef, Keyboard, Markup, ReactionState, Task
+    from bridge.model import ChatRef, Keyboard, Markup, Mention, ReactionState, Task
     from bridge.platform import Formatter
 
 CallKind = Literal[
@@ -160,6 +160,7 @@ class FakeMessage:
     force_reply: bool = False
     silent: bool = False
     deleted: bool = False
+    ping: Mention | None = None  # whom the message notifies (None: nobody)
     edits: list[str] = field(default_factory=list)  # the text after each edit, in order
     filename: str | None = None  # set for uploads
 
@@ -242,12 +243,13 @@ class RecordingAdapter:
         buttons: Keyboard = (),
         force_reply: bool = False,
         silent: bool = False,
+        ping: Mention | None = None,
     ) -> MessageRef:
         await self._travel()
         call = Call("send", chat, None, text, markup, buttons, self._clock())
         self._fail_if(call, self._text_error(text, markup))
         ref = self._new_ref(chat)
-        self.messages[ref] = FakeMessage(ref, text, markup, buttons, force_reply, silent)
+        self.messages[ref] = FakeMessage(ref, text, markup, buttons, force_reply, silent, ping=ping)
         self._record(replace(call, ref=ref))
         return ref
 

@@ -12,7 +12,7 @@ import pytest
 from adapters.telegram.adapter import TelegramAdapter
 from adapters.telegram.runner import ALLOWED_UPDATES, COMMANDS, make_bot, serve
 from adapters.telegram.settings import TelegramSettings
-from bridge.model import MAX_ATTACHMENT, AttachmentRefused, Button, ChatRef, MessageRef
+from bridge.model import MAX_ATTACHMENT, AttachmentRefused, Button, ChatRef, Mention, MessageRef
 from bridge.platform import (
     BadFormatting,
     MessageGone,
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from contextlib import AbstractAsyncContextManager
 
-    from bridge.model import Inbound
+    from bridge.model import Inbound, Markup
     from bridge.platform import Adapter
 
 pytestmark = pytest.mark.anyio
@@ -69,7 +69,39 @@ async def test_send_posts_a_message_with_an_inline_keyboard_of_tokens(
     shown = fake.messages[(42, int(ref.message_id))]
     assert shown.text == "Run rm -rf build?"
     assert shown.buttons == [("Yes", "tok-yes"), ("No", "tok-no")]
-    assert fake.calls_of("sendMessage")[-1].params["disable_notification"] == "true"
+    assert fake.calls_of("sendMessage")[-1].params["disable_notification"] is True
+    assert not shown.notified  # only a ping notifies
+
+
+@pytest.mark.parametrize(
+    ("chat", "markup", "text", "shown", "mentions"),
+    [
+        pytest.param(CHAT, "plain", "done", "done", [], id="private"),
+        pytest.param(ChatRef(str(GROUP)), "plain", "done", "Alice done", [42], id="group-plain"),
+        pytest.param(
+            ChatRef(str(GROUP), "3", is_group=True),
+            "formatted",
+            "*done*",
+            "Alice done",
+            [42],
+            id="topic-formatted",
+        ),
+    ],
+)
+async def test_a_ping_notifies_and_in_a_group_mentions_its_person_by_id(
+    fake: FakeTelegram,
+    adapter: TelegramAdapter,
+    chat: ChatRef,
+    markup: Markup,
+    text: str,
+    shown: str,
+    mentions: list[int],
+) -> None:
+    ref = await adapter.send(chat, text, markup=markup, ping=Mention("42", "Alice"))
+    message = fake.messages[(int(chat.chat_id), int(ref.message_id))]
+    assert message.notified
+    assert message.text == shown
+    assert message.mentions == mentions
 
 
 async def test_formatted_text_is_sent_as_markdown_v2(
@@ -190,6 +222,7 @@ async def test_upload_sends_a_document(fake: FakeTelegram, adapter: TelegramAdap
         b"line\n" * 1000,
         "bash output",
     )
+    assert not shown.notified  # a file is progress, never a ping
 
 
 async def test_limits_come_from_telegrams_constants(adapter: TelegramAdapter) -> None:

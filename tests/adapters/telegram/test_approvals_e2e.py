@@ -194,6 +194,8 @@ async def test_an_approver_answers_from_a_direct_message_and_the_chat_shows_it(
         there = await fake.bot_message(ASKED, BOB_ID, within=WAIT)
         assert "git push --force" in there.text
         assert there.buttons
+        assert here.notified  # the question pings Alice, who started the run
+        assert there.notified  # and its copy the approver, in their own chat
         fake.press(BOB_ID, there.message_id, button(there, "Allow once"), user=BOB)
         await fake.bot_message("Pushed.", CHAT, within=WAIT)
         await fake.wait_for(
