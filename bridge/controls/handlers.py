@@ -17,6 +17,7 @@ from bridge.controls.export import export
 from bridge.controls.files import get
 from bridge.controls.handling import Handlers, Handling
 from bridge.controls.table import COMMANDS
+from bridge.controls.usage import usage
 
 if TYPE_CHECKING:
     from bridge.controls.target import Target
@@ -51,6 +52,7 @@ HANDLERS = Handlers(
         "commands": Handling(session.commands),
         "grants": Handling(grants.grants, (grants.REVOKE,)),
         "help": Handling(_help),
+        "usage": Handling(usage),
     },
 )
 

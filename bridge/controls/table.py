@@ -38,5 +38,7 @@ COMMANDS = Registry(
         Command("grants", "commands and files allowed without asking", "settings",
                 usage="[clear]"),
         Command("help", "what the bridge understands", "settings"),
+        Command("usage", "tokens and cost: yours, this chat's, this conversation's",
+                "settings"),
     ]
 )  # fmt: skip

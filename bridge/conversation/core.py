@@ -32,6 +32,7 @@ from bridge.conversation.busy_asks import Waiting
 from bridge.conversation.dialogs import Dialogs
 from bridge.conversation.intake import Intake
 from bridge.conversation.intents import Intents
+from bridge.conversation.ledger import Ledger
 from bridge.conversation.pending import Queued
 from bridge.projects.project import Projects
 from bridge.render import Renderer
@@ -75,6 +76,7 @@ class Conversation:
         self.projects = Projects(self, services.options)  # where the agent works
         self.intake = Intake(self, services)
         self.events = AgentEvents(self)
+        self.ledger = Ledger(self, services)  # what its runs cost, and their budgets
         self._tg: TaskGroup | None = None
         self._handling = 0  # intents and presses being carried out right now
 
