@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
@@ -33,7 +34,7 @@ from adapters.telegram.settings import TelegramSettings
 from bridge.app.environment import SECRETS, env_tree
 from bridge.app.platforms import KEY_PREFIXES, configured, open_platforms, open_to_everyone
 from bridge.app.projects_config import chat_project, project_options
-from bridge.app.schema import Config, LimitsSection
+from bridge.app.schema import BudgetLimitsSection, BudgetsSection, Config, LimitsSection
 from bridge.approvals.policy import check_patterns
 from bridge.model import ConversationSettings
 from bridge.options import (
@@ -46,6 +47,7 @@ from bridge.options import (
 )
 from bridge.paths import default_agent_argv
 from bridge.rpc.env import SecretInAgentEnv, agent_environment
+from bridge.spend.limits import Budgets, Limits
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -301,8 +303,24 @@ def _build(
         settings=ConversationSettings(**config.defaults.model_dump()),
         chats=chats,
         projects=projects,
+        budgets=_budgets(config.budgets),
     )
     return Loaded(config, path, options, served)
+
+
+def _budgets(section: BudgetsSection) -> Budgets:
+    def limits(table: BudgetLimitsSection) -> Limits:
+        return Limits(table.daily, table.monthly, table.per_run)
+
+    return Budgets(
+        person=limits(section.person),
+        chat=limits(section.chat),
+        people={person: limits(table) for person, table in section.people.items()},
+        chats={chat: limits(table) for chat, table in section.chats.items()},
+        zone=ZoneInfo(section.time_zone),  # checked when the file loaded
+        zone_name=section.time_zone,
+        raise_step=section.raise_step,
+    )
 
 
 def _transcription(config: Config, env: Mapping[str, str]) -> Transcription | None:
