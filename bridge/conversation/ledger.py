@@ -146,7 +146,7 @@ class Ledger:
             return
         amount = raise_amount(base, self._budgets.raise_step)
         text += (
-            f" An approver can raise today's limit by {self._budgets.raise_step:.0%}"
+            f" An approver can raise today's limit by {self._budgets.raise_step * 100:.0f} %"
             f" ({money(amount)})."
         )
         value = f"{reading.scope}|{reading.name}|{amount}"
@@ -252,8 +252,8 @@ class Ledger:
             if await self._services.store.seen(f"budget-warned:{key}", WARNED_TTL):
                 continue
             self._conversation.notify(
-                f"⚠️ {_capital(self._limit_phrase(reading))} is {reading.share:.0%} used:"
-                f" {self._spent(reading)}."
+                f"⚠️ {_capital(self._limit_phrase(reading))} is {reading.share * 100:.0f} %"
+                f" used: {self._spent(reading)}."
             )
 
     # --- words --------------------------------------------------------------------------
@@ -317,7 +317,8 @@ def _raise_name(scope: str, name: str, day: str) -> str:
 
 
 def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
+    """ "This chat's …" at a sentence's start; a person's name stays as written."""
+    return "T" + text[1:] if text.startswith("this ") else text
 
 
 def _measure(services: Services, entry: UsageEntry) -> None:
