@@ -188,6 +188,8 @@ class Ledger:
             key=self._conversation.key,
             person=self.person,
             chat=self.chat,
+            # The bridge's clock, not the message's timestamp: what the agent writes
+            # could date its spend into a period that no longer counts.
             at=self._services.wall(),
         )
         if entry is None:

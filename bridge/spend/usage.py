@@ -11,6 +11,7 @@ backends; adding a field with a default is a compatible change.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
@@ -98,8 +99,18 @@ def entry_of(
         output=usage.output,
         cache_read=usage.cacheRead,
         cache_write=usage.cacheWrite,
-        cost=float(usage.cost.get("total", 0.0) or 0.0),
+        cost=_dollars(usage.cost.get("total")),
     )
+
+
+def _dollars(value: object) -> float:
+    """A cost as reported; one that is no finite, non-negative number counts as none
+    (a NaN would poison every sum it joins)."""
+    try:
+        cost = float(value or 0.0)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return cost if math.isfinite(cost) and cost >= 0 else 0.0
 
 
 def chat_name(key: str, chat_id: str) -> str:
