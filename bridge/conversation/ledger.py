@@ -294,7 +294,7 @@ class Ledger:
         now = periods(self._services.wall(), budgets.zone)
         asking = self.asking
         person = asking.id if asking is not None else self._conversation.owner
-        name = (asking.name if asking is not None else "") or person
+        name = ((asking.name if asking is not None else "") or person)[:20]  # one line on a phone
         store = self._services.store
         rows = []
         subjects: tuple[tuple[str, UsageScope, str, Limits | None], ...] = (

@@ -1,8 +1,8 @@
 """The /usage table (pure): cost and tokens of the person asking, this chat and this
 conversation, for today, this week and this month, and the limits that apply.
 
-Narrow enough for a phone: one monospace block, three columns of figures at most
-seven characters wide; tokens as 12.3k and 4.5M.
+Narrow enough for a phone: one monospace block, 31 characters wide, three columns of
+figures; tokens as 12.3k, 120k and 4.5M.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from bridge.spend.limits import Limits
     from bridge.spend.usage import UsageTotals
 
-COLUMN = 7  # characters of one figure
+COLUMN = 8  # characters of one figure and the space before it
 LABEL = 7  # characters of a row's label
 
 
@@ -44,8 +44,10 @@ def money(cost: float) -> str:
 def tokens(count: int) -> str:
     if count < 1000:
         return str(count)
-    if count < 1_000_000:
+    if count < 100_000:
         return f"{count / 1000:.1f}k"
+    if count < 1_000_000:
+        return f"{count // 1000}k"
     return f"{count / 1_000_000:.1f}M"
 
 

@@ -8,7 +8,7 @@ from bridge.spend.limits import Limits
 from bridge.spend.report import Row, money, tokens, usage_table
 from bridge.spend.usage import UsageTotals
 
-PHONE = 30  # characters of a monospace line a phone shows without wrapping
+PHONE = 32  # characters of a monospace line a phone shows without wrapping
 
 
 @pytest.mark.parametrize(
@@ -21,7 +21,14 @@ def test_money(cost: float, shown: str) -> None:
 
 @pytest.mark.parametrize(
     ("count", "shown"),
-    [(0, "0"), (999, "999"), (1000, "1.0k"), (12_345, "12.3k"), (4_500_000, "4.5M")],
+    [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1.0k"),
+        (12_345, "12.3k"),
+        (123_456, "123k"),
+        (4_500_000, "4.5M"),
+    ],
 )
 def test_tokens(count: int, shown: str) -> None:
     assert tokens(count) == shown
