@@ -105,6 +105,11 @@ class Conversation:
         return self.life.busy
 
     @property
+    def handling(self) -> bool:
+        """An intent, a press or a follow-up of an event is being carried out."""
+        return self._handling > 0
+
+    @property
     def limits(self) -> PlatformLimits:
         return self.services.adapter.limits
 

@@ -234,7 +234,9 @@ class Supervisor:
             limit = 0.0  # the agents run on under their hosts: nothing to wait for
         with anyio.move_on_after(limit):
             # Polled: "no conversation busy" is a state over many agents, not one event.
-            while any(c.busy for c in self._live()):  # noqa: ASYNC110
+            # A message being carried out counts: it may be about to start a run (after
+            # its budget is checked in the store, bridge/conversation/ledger.py).
+            while any(c.busy or c.handling for c in self._live()):  # noqa: ASYNC110
                 await anyio.sleep(DRAIN_POLL)
         for conversation in self._live():
             if conversation.busy and not detach:
