@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from bridge.render import PickerChoice, Renderer
     from bridge.rpc.agent_event import AgentEvent
     from bridge.spend.limits import Decision, Kind, Limits, Moment, Reading, Scope
+    from bridge.spend.periods import Periods
     from bridge.spend.usage import UsageEntry, UsageScope
     from bridge.store.records import ConversationRecord
 
@@ -96,6 +97,7 @@ class Ledger:
         self._stopping = False
         self._warned: set[str] = set()
         self._periods: dict[Kind, str] = {}  # of the latest decision
+        self._standings: list[Standing] | None = None  # the spend as the last answer left it
 
     @property
     def chat(self) -> str:
@@ -175,6 +177,7 @@ class Ledger:
         match event:
             case RunStarted():
                 self._run_cost = 0.0
+                self._standings = None
                 self._run = self._services.tokens()
                 self._stopping = False
             case MessageEnd(message=AssistantMessage() as message):
@@ -217,20 +220,13 @@ class Ledger:
     # --- decisions ----------------------------------------------------------------------
 
     async def _decide(self, moment: Moment, person: str) -> Decision:
+        """What the limits say; a tool's start reads the spend as the last answer left
+        it (the answer that asked for the tool is in it), so a run of many tools reads
+        the store once an answer, not once a tool."""
         now = periods(self._services.wall(), self._budgets.zone)
-        store = self._services.store
-        standings = []
-        subjects: tuple[tuple[Scope, str, Limits], ...] = (
-            ("person", person, self._budgets.of_person(person)),
-            ("chat", self.chat, self._budgets.of_chat(self.chat)),
-        )
-        for scope, name, limits in subjects:
-            if not limits.any:
-                continue
-            today = await store.usage_totals(scope, name, now.day)
-            month = await store.usage_totals(scope, name, now.month)
-            raised = await store.raised(_raise_name(scope, name, now.day_name))
-            standings.append(Standing(scope, name, limits, today.cost, month.cost, raised))
+        standings = self._standings
+        if moment != "tool" or standings is None:
+            standings = self._standings = await self._standings_now(person, now)
         names: dict[Kind, str] = {
             "daily": now.day_name,
             "monthly": now.month_name,
@@ -245,6 +241,22 @@ class Ledger:
             warned=self._warned,
             warn_at=self._budgets.warn_at,
         )
+
+    async def _standings_now(self, person: str, now: Periods) -> list[Standing]:
+        store = self._services.store
+        standings = []
+        subjects: tuple[tuple[Scope, str, Limits], ...] = (
+            ("person", person, self._budgets.of_person(person)),
+            ("chat", self.chat, self._budgets.of_chat(self.chat)),
+        )
+        for scope, name, limits in subjects:
+            if not limits.any:
+                continue
+            today = await store.usage_totals(scope, name, now.day)
+            month = await store.usage_totals(scope, name, now.month)
+            raised = await store.raised(_raise_name(scope, name, now.day_name))
+            standings.append(Standing(scope, name, limits, today.cost, month.cost, raised))
+        return standings
 
     async def _warn(self, decision: Decision) -> None:
         for reading in decision.warnings:
