@@ -236,6 +236,7 @@ def _build(
     if argv is None and config.agent.command is None:
         argv = default_agent_argv()
     projects = project_options(config, cwd, where, problems)
+    problems += _budget_chats(config, where)
     chats: dict[str, ChatOptions] = {}
     for key, chat in config.chats.items():
         if not key.startswith(KEY_PREFIXES):
@@ -306,6 +307,15 @@ def _build(
         budgets=_budgets(config.budgets),
     )
     return Loaded(config, path, options, served)
+
+
+def _budget_chats(config: Config, where: str) -> list[str]:
+    return [
+        f'budgets.chats."{name}"{where}: not a chat: chats are named by their platform and '
+        f"id, starting with {', '.join(KEY_PREFIXES)} (as /usage counts them)"
+        for name in config.budgets.chats
+        if not name.startswith(KEY_PREFIXES)
+    ]
 
 
 def _budgets(section: BudgetsSection) -> Budgets:

@@ -59,6 +59,7 @@ def test_no_budgets_is_no_limit(tmp_path: Path) -> None:
         ("[budgets.person]\ndaily = -1\n", "budgets.person.daily"),
         ("[budgets.person]\nweekly = 3\n", "budgets.person.weekly"),
         ("[budgets]\nraise_step = 0\n", "budgets.raise_step"),
+        ('[budgets.chats."telegram:5"]\ndaily = 1\n', 'budgets.chats."telegram:5"'),
     ],
 )
 def test_a_mistake_in_the_budgets_is_named(tmp_path: Path, toml: str, named: str) -> None:
