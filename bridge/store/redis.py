@@ -115,6 +115,24 @@ end
 return 1
 """
 
+# KEYS: a usage sorted set. ARGV: since. Summed on the server, so a month of entries is
+# never sent over; the figures come back as strings (Redis would cut a Lua float to an
+# integer).
+_SUM_USAGE = """
+local n, input, output, cr, cw, cost = 0, 0, 0, 0, 0, 0
+for _, text in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')) do
+  local e = cjson.decode(text)
+  n = n + 1
+  input = input + (e['input'] or 0)
+  output = output + (e['output'] or 0)
+  cr = cr + (e['cache_read'] or 0)
+  cw = cw + (e['cache_write'] or 0)
+  cost = cost + (e['cost'] or 0)
+end
+return {tostring(n), tostring(input), tostring(output), tostring(cr), tostring(cw),
+        string.format('%.17g', cost)}
+"""
+
 
 class RedisStore:
     """`Store` on redis; open with `await RedisStore.open(url)`."""
@@ -136,6 +154,7 @@ class RedisStore:
         self._delete_conversation = client.register_script(_DELETE_CONVERSATION)
         self._drop_live_run = client.register_script(_DROP_LIVE_RUN)
         self._add_usage = client.register_script(_ADD_USAGE)
+        self._sum_usage = client.register_script(_SUM_USAGE)
 
     @classmethod
     async def open(
@@ -317,11 +336,15 @@ class RedisStore:
         return bool(added)
 
     async def usage_totals(self, scope: UsageScope, name: str, since: float) -> UsageTotals:
-        texts = await self._redis.zrangebyscore(self._usage(scope, name), since, "+inf")
-        return UsageTotals.of(
-            UsageEntry.model_validate_json(_text(text))
-            for text in texts
-            if isinstance(text, (str, bytes))
+        sums = await self._sum_usage(keys=[self._usage(scope, name)], args=[since])
+        n, input_, output, cache_read, cache_write, cost = (_text(v) for v in sums)
+        return UsageTotals(
+            messages=int(n),
+            input=int(float(input_)),
+            output=int(float(output)),
+            cache_read=int(float(cache_read)),
+            cache_write=int(float(cache_write)),
+            cost=float(cost),
         )
 
     async def raise_limit(self, name: str, amount: float) -> float:
