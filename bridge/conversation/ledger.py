@@ -173,7 +173,15 @@ class Ledger:
     # --- while it runs ------------------------------------------------------------------
 
     async def observe(self, event: AgentEvent) -> None:
-        """An agent event: a run's start, an answer's usage, a tool's start."""
+        """An agent event: a run's start, an answer's usage, a tool's start. A failure
+        here (the store unreachable) is logged and goes no further: the event's other
+        meanings (agent_events.py) do not wait on the spend."""
+        try:
+            await self._observe(event)
+        except Exception:
+            log.exception("conversation %s: spend not recorded", self._conversation.key)
+
+    async def _observe(self, event: AgentEvent) -> None:
         match event:
             case RunStarted():
                 self._run_cost = 0.0
