@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from bridge.model import BusyPolicy, ConversationSettings, NotifySettings, Verbosity
+from bridge.spend.limits import Budgets
 from bridge.store.records import ConversationRecord
 
 if TYPE_CHECKING:
@@ -166,6 +167,8 @@ class BridgeOptions:
     # The conversation keys this bridge serves start with this ("": any). Bridges of
     # several platforms share one store; each takes back only its own runs on start.
     key_prefix: str = ""
+    # Limits on what the agents' models cost (bridge/spend/); none by default.
+    budgets: Budgets = field(default_factory=Budgets)
 
     def chat(self, key: str) -> ChatOptions | None:
         """The overrides for `key`: its own, else those of the nearest key above it."""

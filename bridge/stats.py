@@ -50,6 +50,10 @@ class Stats:
     events: Counter[str] = field(default_factory=Counter)  # agent events by class name
     inbound_to_agent: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
     dialog_answer: Histogram = field(default_factory=lambda: Histogram(ANSWER_BUCKETS))
+    # What the agents reported their models cost, each answer counted once
+    # (bridge/spend/ledger.py): dollars, and tokens by kind (input, output, cache_*).
+    spend_cost: float = 0.0
+    spend_tokens: Counter[str] = field(default_factory=Counter)
 
     def event(self, event: object) -> None:
         # The class name, not the wire "type": unknown types from an agent would make

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
@@ -33,7 +34,13 @@ from adapters.telegram.settings import TelegramSettings
 from bridge.app.environment import SECRETS, env_tree
 from bridge.app.platforms import KEY_PREFIXES, configured, open_platforms, open_to_everyone
 from bridge.app.projects_config import chat_project, project_options, push_tokens_kept
-from bridge.app.schema import ChatSection, Config, LimitsSection
+from bridge.app.schema import (
+    BudgetLimitsSection,
+    BudgetsSection,
+    ChatSection,
+    Config,
+    LimitsSection,
+)
 from bridge.approvals.policy import check_patterns
 from bridge.model import ConversationSettings, NotifySettings
 from bridge.options import (
@@ -48,6 +55,7 @@ from bridge.options import (
 from bridge.paths import default_agent_argv
 from bridge.rpc.env import SecretInAgentEnv, agent_environment
 from bridge.schedules.occurrences import known_zone
+from bridge.spend.limits import Budgets, Limits
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -236,6 +244,7 @@ def _build(
     if argv is None and config.agent.command is None:
         argv = default_agent_argv()
     projects = project_options(config, cwd, where, problems)
+    problems += _budget_chats(config, where)
     chats: dict[str, ChatOptions] = {}
     for key, chat in config.chats.items():
         if not key.startswith(KEY_PREFIXES):
@@ -308,6 +317,7 @@ def _build(
         chats=chats,
         projects=projects,
         schedules=ScheduleOptions(**config.schedules.model_dump()),
+        budgets=_budgets(config.budgets),
     )
     return Loaded(config, path, options, served)
 
@@ -325,6 +335,30 @@ def _notify(config: Config, chat: ChatSection) -> NotifySettings | None:
         return None
     given = chat.notify.model_dump(exclude_unset=True)
     return NotifySettings(**{**config.notify.model_dump(), **given})
+
+
+def _budget_chats(config: Config, where: str) -> list[str]:
+    return [
+        f'budgets.chats."{name}"{where}: not a chat: chats are named by their platform and '
+        f"id, starting with {', '.join(KEY_PREFIXES)} (as /usage counts them)"
+        for name in config.budgets.chats
+        if not name.startswith(KEY_PREFIXES)
+    ]
+
+
+def _budgets(section: BudgetsSection) -> Budgets:
+    def limits(table: BudgetLimitsSection) -> Limits:
+        return Limits(table.daily, table.monthly, table.per_run)
+
+    return Budgets(
+        person=limits(section.person),
+        chat=limits(section.chat),
+        people={person: limits(table) for person, table in section.people.items()},
+        chats={chat: limits(table) for chat, table in section.chats.items()},
+        zone=ZoneInfo(section.time_zone),  # checked when the file loaded
+        zone_name=section.time_zone,
+        raise_step=section.raise_step,
+    )
 
 
 def _transcription(config: Config, env: Mapping[str, str]) -> Transcription | None:

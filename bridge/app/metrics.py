@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Samples = list[tuple[str, float]]  # (rendered labels, value)
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")  # as bridge/spend/usage.py
 
 
 @dataclass
@@ -182,6 +183,23 @@ class Metrics:
                 for p, b in bridges
                 if b.ticker is not None
                 for o in ("fired", "missed", "failed")
+            ],
+        )
+        # Spend by platform only: a label per person or chat would grow without bound.
+        family(
+            "pi_bridge_spend_dollars_total",
+            "counter",
+            "What the agents reported their models cost, each answer counted once.",
+            [(_labels(platform=p), st.spend_cost) for p, st in stats],
+        )
+        family(
+            "pi_bridge_spend_tokens_total",
+            "counter",
+            "Tokens the agents reported their models used, by kind.",
+            [
+                (_labels(platform=p, kind=k), st.spend_tokens[k])
+                for p, st in stats
+                for k in TOKEN_KINDS
             ],
         )
         if self.scale is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -241,6 +242,39 @@ class MetricsSection(_Section):
     host: str = "127.0.0.1"  # metrics reveal activity: local unless asked otherwise
 
 
+class BudgetLimitsSection(_Section):
+    """One budget: dollars a day, a month and a run (unset: no limit)."""
+
+    daily: float | None = Field(default=None, ge=0)
+    monthly: float | None = Field(default=None, ge=0)
+    per_run: float | None = Field(default=None, ge=0)
+
+
+class BudgetsSection(_Section):
+    """`[budgets]`: limits on what the agents' models cost, per person and per chat
+    (`person` and `chat` for everyone, `people."<user id>"` and `chats."<chat>"` for
+    one), the time zone days and months are counted in, and how much an approver's
+    [Raise today's limit] adds (a fraction of the limit reached)."""
+
+    time_zone: str = "UTC"
+    raise_step: float = Field(default=0.5, gt=0)
+    person: BudgetLimitsSection = BudgetLimitsSection()
+    chat: BudgetLimitsSection = BudgetLimitsSection()
+    people: dict[str, BudgetLimitsSection] = {}
+    chats: dict[str, BudgetLimitsSection] = {}
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {value!r} (an IANA name, e.g. Europe/Berlin)"
+            ) from None
+        return value
+
+
 class LogSection(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     format: Literal["json", "console"] = "console"
@@ -281,6 +315,7 @@ class Config(BaseSettings):
     metrics: MetricsSection = MetricsSection()
     log: LogSection = LogSection()
     notify: NotifySection = NotifySection()
+    budgets: BudgetsSection = BudgetsSection()
 
     @model_validator(mode="after")
     def _role_needs_redis(self) -> Config:

@@ -25,6 +25,7 @@ from bridge.controls.export import export
 from bridge.controls.files import get
 from bridge.controls.handling import Handlers, Handling, Personal
 from bridge.controls.table import COMMANDS
+from bridge.controls.usage import usage
 
 if TYPE_CHECKING:
     from bridge.controls.handling import Asker, Handler
@@ -67,6 +68,7 @@ HANDLERS = Handlers(
         "at": Handling(Personal(schedules.at), (schedules.CONFIRM_AT,)),
         "schedules": Handling(Personal(schedules.listing), (schedules.CHANGE,)),
         "tz": Handling(Personal(schedules.tz)),
+        "usage": Handling(usage),
     },
 )
 

@@ -44,5 +44,7 @@ COMMANDS = Registry(
         Command("at", "run a prompt once, later", "talk", usage="<when> <prompt>"),
         Command("schedules", "this conversation's schedules: pause, resume, delete", "talk"),
         Command("tz", "show or change the chat's time zone", "settings", usage="[Area/City]"),
+        Command("usage", "tokens and cost: yours, this chat's, this conversation's",
+                "settings"),
     ]
 )  # fmt: skip

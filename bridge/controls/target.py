@@ -21,6 +21,12 @@ class QueueControls(Protocol):
     async def clear(self) -> list[Op]: ...
 
 
+class UsageReports(Protocol):
+    """What the conversation's runs cost (bridge/conversation/ledger.py), as /usage sees it."""
+
+    async def report(self) -> str: ...
+
+
 class Target(Protocol):
     @property
     def renderer(self) -> Renderer: ...
@@ -60,3 +66,6 @@ class Target(Protocol):
     def notify(self, text: str) -> None: ...
 
     def new_token(self) -> str: ...
+
+    @property
+    def ledger(self) -> UsageReports: ...

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from bridge.conversation.busy_asks import Waiting
     from bridge.conversation.dialogs import Dialogs
     from bridge.conversation.intake import Intake
+    from bridge.conversation.ledger import Ledger
     from bridge.conversation.pending import Queued
     from bridge.model import Op
     from bridge.projects.project import Projects
@@ -44,6 +45,7 @@ class EventConversation(Protocol):
     approvals: Approvals
     waiting: Waiting  # held messages
     intake: Intake  # where held messages go back to
+    ledger: Ledger  # what its runs cost
 
     @property
     def renderer(self) -> Renderer: ...
@@ -78,6 +80,7 @@ class AgentEvents:
             return  # the approval gate's question: shown, or allowed, by approval_questions.py
         conversation.submit(conversation.renderer.apply(event, now))
         conversation.queued.observe(event)
+        await conversation.ledger.observe(event)  # usage kept; budgets at tool boundaries
         if isinstance(event, DialogRequest):
             await conversation.dialogs.opened(event, now)
             return

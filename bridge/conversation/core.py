@@ -33,6 +33,7 @@ from bridge.conversation.busy_asks import Waiting
 from bridge.conversation.dialogs import Dialogs
 from bridge.conversation.intake import Intake
 from bridge.conversation.intents import Intents
+from bridge.conversation.ledger import Ledger
 from bridge.conversation.pending import Queued
 from bridge.projects.project import Projects
 from bridge.render import Renderer
@@ -77,6 +78,7 @@ class Conversation:
         self.projects = Projects(self, services.options)  # where the agent works
         self.intake = Intake(self, services)
         self.events = AgentEvents(self)
+        self.ledger = Ledger(self, services)  # what its runs cost, and their budgets
         self._tg: TaskGroup | None = None
         self._handling = 0  # intents and presses being carried out right now
 
@@ -103,6 +105,11 @@ class Conversation:
     @property
     def busy(self) -> bool:
         return self.life.busy
+
+    @property
+    def handling(self) -> bool:
+        """An intent, a press or a follow-up of an event is being carried out."""
+        return self._handling > 0
 
     @property
     def limits(self) -> PlatformLimits:

@@ -20,6 +20,7 @@ from bridge.controls.handling import Asker, NotYours
 from bridge.controls.target import Target
 from bridge.conversation.busy_asks import Asked
 from bridge.conversation.dialogs import NOT_YOURS
+from bridge.conversation.ledger import RAISE
 from bridge.conversation.routing import (
     AskBusy,
     Control,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
     from bridge.conversation.busy_asks import Waiting
     from bridge.conversation.dialogs import Dialogs
+    from bridge.conversation.ledger import Ledger
     from bridge.conversation.pending import Queued
     from bridge.conversation.routing import Intent
     from bridge.conversation.shared import Services
@@ -59,6 +61,7 @@ class IntentConversation(Target, Protocol):
     chat: ChatRef
     dialogs: Dialogs
     waiting: Waiting  # busy questions and held messages
+    ledger: Ledger  # who starts a run, and whether their budget lets it
 
     @property
     def queued(self) -> Queued: ...
@@ -72,6 +75,11 @@ class Intents:
         self._services = services
 
     async def carry_out(self, intent: Intent, inbound: Inbound) -> None:
+        if inbound.press is None:
+            self._conversation.ledger.heard(inbound)  # a run it starts spends their budget
+        await self._carry_out(intent, inbound)
+
+    async def _carry_out(self, intent: Intent, inbound: Inbound) -> None:
         conversation = self._conversation
         message_id = inbound.message_id
         match intent:
@@ -102,6 +110,9 @@ class Intents:
     ) -> None:
         """Start a run; the user's message shows it is being worked on until it ends."""
         conversation = self._conversation
+        running = conversation.agent is not None and conversation.agent.state.busy
+        if not running and await conversation.ledger.refused(message_id):
+            return  # a budget is used up: said so in the chat
         agent = await conversation.ensure_agent()
         person = Mention(sender.id, sender.name) if sender is not None else None
         conversation.submit(conversation.renderer.working_on(message_id, person))
@@ -151,6 +162,8 @@ class Intents:
                 await conversation.dialogs.chosen(conversation.agent, press, choice, sender)
             case QueueChoice() as choice:
                 await conversation.queued.pressed(press, choice, sender)
+            case PickerChoice() as choice if choice.kind == RAISE:
+                await conversation.ledger.raise_pressed(press, choice, sender)
             case PickerChoice() as choice:
                 await self._picked(press, choice, sender)
             case None:

@@ -224,6 +224,12 @@ class Supervisor:
         """Conversations holding a live agent's slot."""
         return [c for k, c in list(self.conversations.items()) if k in self.slots.live]
 
+    def _working(self) -> bool:
+        """A run is on, or a message is being carried out: it may be about to start one
+        (its budget checked in the store before it takes a slot, ledger.py)."""
+        conversations = list(self.conversations.values())
+        return any(c.busy for c in self._live()) or any(c.handling for c in conversations)
+
     async def drain(self, grace: float | None = None) -> None:
         """Stop intake, let runs finish up to `grace` seconds, then end every agent;
         with `on_stop = "detach"`, leave every agent running under its host at once."""
@@ -235,7 +241,7 @@ class Supervisor:
             limit = 0.0  # the agents run on under their hosts: nothing to wait for
         with anyio.move_on_after(limit):
             # Polled: "no conversation busy" is a state over many agents, not one event.
-            while any(c.busy for c in self._live()):  # noqa: ASYNC110
+            while self._working():  # noqa: ASYNC110
                 await anyio.sleep(DRAIN_POLL)
         for conversation in self._live():
             if conversation.busy and not detach:

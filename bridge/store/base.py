@@ -15,6 +15,10 @@ against both):
   stay (a live run names a chat message, which outlives the conversation's record).
 - `put_schedule` overwrites by id; `schedules` is sorted by (created_at, id). Firing an
   occurrence once over all workers is `seen`'s: its key names the occurrence.
+- `add_usage` keeps an entry once per (conversation, message): True only the first time,
+  whichever replica asks. `usage_totals` sums the entries of one conversation, person
+  or chat from `since` on; entries older than `USAGE_RETENTION` may be forgotten.
+  `raise_limit` adds to a named allowance (a limit raised for one day) atomically.
 - `put_live_run` overwrites by conversation key; `live_runs` is sorted by key;
   `drop_live_run` removes a record only while it still names that message, so retiring
   an earlier run never drops the record of the run that replaced it.
@@ -28,6 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from bridge.spend.usage import UsageEntry, UsageScope, UsageTotals
     from bridge.store.records import (
         AuditEntry,
         ConversationRecord,
@@ -37,6 +42,10 @@ if TYPE_CHECKING:
     from bridge.store.schedule_record import ScheduleRecord
 
 AUDIT_CAP = 10_000
+# Usage is summed for this month at most; kept a little longer for a month's start in
+# any time zone. An allowance is one day's, kept two.
+USAGE_RETENTION = 40 * 24 * 3600.0
+RAISE_RETENTION = 2 * 24 * 3600.0
 
 
 class StoreError(Exception):
@@ -102,6 +111,21 @@ class Store(Protocol):
 
     async def delete_schedule(self, schedule_id: str) -> bool:
         """Forget a schedule; True if it was there."""
+
+    async def add_usage(self, entry: UsageEntry) -> bool:
+        """Keep one message's usage; False (and nothing changed) if it is kept already."""
+        ...
+
+    async def usage_totals(self, scope: UsageScope, name: str, since: float) -> UsageTotals:
+        """The sums of the usage of one conversation, person or chat since `since`."""
+        ...
+
+    async def raise_limit(self, name: str, amount: float) -> float:
+        """Add `amount` to the allowance `name`; the new total."""
+        ...
+
+    async def raised(self, name: str) -> float:
+        """The allowance `name` (0 if none was raised)."""
         ...
 
 
@@ -147,4 +171,13 @@ def dialog_order(record: DialogRecord) -> tuple[float, str]:
     return (record.created_at, record.request_id)
 
 
-__all__ = ["AUDIT_CAP", "Store", "StoreError", "check_ttl", "dialog_order", "redact_url"]
+__all__ = [
+    "AUDIT_CAP",
+    "RAISE_RETENTION",
+    "USAGE_RETENTION",
+    "Store",
+    "StoreError",
+    "check_ttl",
+    "dialog_order",
+    "redact_url",
+]

@@ -93,6 +93,9 @@ class ConversationRecord(BaseModel):
     host: HostRecord | None = None  # its agent's host, while one holds it
     created_at: float
     last_active: float
+    # Who started its current run: whose budget the run spends (bridge/conversation/ledger.py),
+    # also when another process takes the run over.
+    run_by: str | None = None
 
 
 class DialogRecord(BaseModel):

@@ -12,6 +12,10 @@ Key layout under a configurable prefix (default "pi-bridge:", or `?prefix=` in t
     live-runs                     hash: conversation key → LiveRunRecord JSON
     schedule:<id>                 string: ScheduleRecord JSON
     schedules                     set of schedule ids (for listing)
+    usage-seen:<quoted key>:<msg> "1" while the message's usage is kept (its retention)
+    usage:<scope>:<name>          sorted set of UsageEntry JSON by time, one per
+                                  conversation, person and chat
+    raise:<name>                  a limit raised for a day: dollars (INCRBYFLOAT), TTL
 
 Multi-key reads and writes are MULTI transactions or Lua scripts, so other replicas never
 see half of them; `take_dialog` is a script, which is what makes exactly one racing
@@ -32,12 +36,23 @@ from redis.backoff import AbstractBackoff
 from redis.exceptions import RedisError
 
 from bridge.backoff import Backoff
-from bridge.store.base import AUDIT_CAP, StoreError, check_ttl, dialog_order, redact_url
+from bridge.spend.usage import UsageEntry, UsageTotals
+from bridge.store.base import (
+    AUDIT_CAP,
+    RAISE_RETENTION,
+    USAGE_RETENTION,
+    StoreError,
+    check_ttl,
+    dialog_order,
+    redact_url,
+)
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
 from bridge.store.schedule_record import ScheduleRecord
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from bridge.spend.usage import UsageScope
 
 DEFAULT_PREFIX = "pi-bridge:"
 RETRIES = 6
@@ -90,6 +105,37 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 return 1
 """
 
+# KEYS: the message's seen key, then its conversation's, person's and chat's sorted sets.
+# ARGV: retention in ms, the entry JSON, its time, the oldest time kept. Marked and
+# added in one step, so a replay on another worker cannot add it a second time.
+_ADD_USAGE = """
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 0 end
+for i = 2, 4 do
+  redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '(' .. ARGV[4])
+  redis.call('PEXPIRE', KEYS[i], ARGV[1])
+end
+return 1
+"""
+
+# KEYS: a usage sorted set. ARGV: since. Summed on the server, so a month of entries is
+# never sent over; the figures come back as strings (Redis would cut a Lua float to an
+# integer).
+_SUM_USAGE = """
+local n, input, output, cr, cw, cost = 0, 0, 0, 0, 0, 0
+for _, text in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')) do
+  local e = cjson.decode(text)
+  n = n + 1
+  input = input + (e['input'] or 0)
+  output = output + (e['output'] or 0)
+  cr = cr + (e['cache_read'] or 0)
+  cw = cw + (e['cache_write'] or 0)
+  cost = cost + (e['cost'] or 0)
+end
+return {tostring(n), tostring(input), tostring(output), tostring(cr), tostring(cw),
+        string.format('%.17g', cost)}
+"""
+
 
 class RedisStore:
     """`Store` on redis; open with `await RedisStore.open(url)`."""
@@ -110,6 +156,8 @@ class RedisStore:
         self._dialogs_for = client.register_script(_DIALOGS_FOR)
         self._delete_conversation = client.register_script(_DELETE_CONVERSATION)
         self._drop_live_run = client.register_script(_DROP_LIVE_RUN)
+        self._add_usage = client.register_script(_ADD_USAGE)
+        self._sum_usage = client.register_script(_SUM_USAGE)
 
     @classmethod
     async def open(
@@ -310,6 +358,45 @@ class RedisStore:
 
     async def aclose(self) -> None:
         await self._redis.aclose()
+
+    # --- usage and raised limits ----------------------------------------------------
+
+    def _usage(self, scope: UsageScope, name: str) -> str:
+        return f"{self._prefix}usage:{scope}:{name}"
+
+    async def add_usage(self, entry: UsageEntry) -> bool:
+        seen = f"{self._prefix}usage-seen:{quote(entry.key, safe='')}:{entry.message}"
+        sets = [self._usage(scope, entry.of(scope)) for scope in ("conversation", "person", "chat")]
+        retention = round(USAGE_RETENTION * 1000)
+        oldest = entry.at - USAGE_RETENTION
+        added = await self._add_usage(
+            keys=[seen, *sets], args=[retention, entry.model_dump_json(), entry.at, oldest]
+        )
+        return bool(added)
+
+    async def usage_totals(self, scope: UsageScope, name: str, since: float) -> UsageTotals:
+        sums = await self._sum_usage(keys=[self._usage(scope, name)], args=[since])
+        n, input_, output, cache_read, cache_write, cost = (_text(v) for v in sums)
+        return UsageTotals(
+            messages=int(n),
+            input=int(float(input_)),
+            output=int(float(output)),
+            cache_read=int(float(cache_read)),
+            cache_write=int(float(cache_write)),
+            cost=float(cost),
+        )
+
+    async def raise_limit(self, name: str, amount: float) -> float:
+        key = f"{self._prefix}raise:{name}"
+        async with self._redis.pipeline(transaction=True) as tx:
+            tx.incrbyfloat(key, amount)
+            tx.pexpire(key, round(RAISE_RETENTION * 1000))
+            total, _ = await tx.execute()
+        return float(total)
+
+    async def raised(self, name: str) -> float:
+        value = await self._redis.get(f"{self._prefix}raise:{name}")
+        return 0.0 if value is None else float(value)
 
 
 def split_prefix(url: str) -> tuple[str, str | None]:

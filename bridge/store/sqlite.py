@@ -19,13 +19,16 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import anyio.to_thread
 
-from bridge.store.base import StoreError, check_ttl
+from bridge.spend.usage import UsageEntry, UsageTotals
+from bridge.store.base import RAISE_RETENTION, USAGE_RETENTION, StoreError, check_ttl
 from bridge.store.records import AuditEntry, ConversationRecord, DialogRecord, LiveRunRecord
 from bridge.store.schedule_record import ScheduleRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
+
+    from bridge.spend.usage import UsageScope
 
 T = TypeVar("T")
 
@@ -73,6 +76,25 @@ _MIGRATIONS: tuple[str, ...] = (
         record TEXT NOT NULL
     );
     CREATE INDEX schedules_by_key ON schedules (key, created_at, id);
+    """,
+    """
+    CREATE TABLE usage (
+        key TEXT NOT NULL,
+        message TEXT NOT NULL,
+        person TEXT NOT NULL,
+        chat TEXT NOT NULL,
+        at REAL NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (key, message)
+    ) WITHOUT ROWID;
+    CREATE INDEX usage_by_key ON usage (key, at);
+    CREATE INDEX usage_by_person ON usage (person, at);
+    CREATE INDEX usage_by_chat ON usage (chat, at);
+    CREATE TABLE raises (
+        name TEXT PRIMARY KEY,
+        amount REAL NOT NULL,
+        at REAL NOT NULL
+    ) WITHOUT ROWID;
     """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -321,6 +343,75 @@ class SqliteStore:
             conn, self._conn = self._conn, None
             if conn is not None:
                 await anyio.to_thread.run_sync(conn.close)
+
+    # --- usage and raised limits ----------------------------------------------------
+
+    async def add_usage(self, entry: UsageEntry) -> bool:
+        row = (entry.key, entry.message, entry.person, entry.chat, entry.at)
+        text = entry.model_dump_json()
+        cutoff = entry.at - USAGE_RETENTION
+
+        def insert(conn: sqlite3.Connection) -> bool:
+            # The primary key makes a second copy of one message a no-op, even when
+            # another process on the same file inserts it at the same moment.
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO usage (key, message, person, chat, at, entry)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (*row, text),
+            )
+            conn.execute("DELETE FROM usage WHERE key = ? AND at < ?", (entry.key, cutoff))
+            return cursor.rowcount > 0
+
+        return await self._run(insert)
+
+    async def usage_totals(self, scope: UsageScope, name: str, since: float) -> UsageTotals:
+        column = _USAGE_COLUMNS[scope]
+
+        def select(conn: sqlite3.Connection) -> tuple[float, ...]:
+            # `column` is one of _USAGE_COLUMNS, never text from outside. Summed here,
+            # over the index on (column, at): a month of entries is never read out.
+            fields = ", ".join(f"TOTAL(json_extract(entry, '$.{f}'))" for f in _USAGE_FIELDS)
+            return tuple(
+                conn.execute(
+                    f"SELECT COUNT(*), {fields} FROM usage WHERE {column} = ? AND at >= ?",
+                    (name, since),
+                ).fetchone()
+            )
+
+        count, *sums = await self._run(select)
+        totals = dict(zip(_USAGE_FIELDS, sums, strict=True))
+        return UsageTotals(
+            messages=int(count),
+            **{f: int(v) for f, v in totals.items() if f != "cost"},
+            cost=float(totals["cost"]),
+        )
+
+    async def raise_limit(self, name: str, amount: float) -> float:
+        now = self._clock()
+
+        def add(conn: sqlite3.Connection) -> float:
+            with _immediate(conn):
+                conn.execute("DELETE FROM raises WHERE at < ?", (now - RAISE_RETENTION,))
+                row = conn.execute(
+                    "INSERT INTO raises (name, amount, at) VALUES (?, ?, ?)"
+                    " ON CONFLICT (name) DO UPDATE SET amount = amount + excluded.amount"
+                    " RETURNING amount",
+                    (name, amount, now),
+                ).fetchone()
+            return float(row[0])
+
+        return await self._run(add)
+
+    async def raised(self, name: str) -> float:
+        def get(conn: sqlite3.Connection) -> float:
+            row = conn.execute("SELECT amount FROM raises WHERE name = ?", (name,)).fetchone()
+            return 0.0 if row is None else float(row[0])
+
+        return await self._run(get)
+
+
+_USAGE_COLUMNS = {"conversation": "key", "person": "person", "chat": "chat"}
+_USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "cost")
 
 
 @contextmanager

@@ -43,6 +43,8 @@ ON_THE_DASHBOARD = {
     "pi_bridge_redis_errors_total",
     "pi_bridge_rate_budget_waits_total",
     "pi_bridge_telegram_polling",
+    "pi_bridge_spend_dollars_total",
+    "pi_bridge_spend_tokens_total",
 }
 
 

@@ -98,6 +98,9 @@ def extension_path(version: str, name: str) -> Path:
     return path
 
 
+PRICES = {"input": 100.0, "output": 400.0, "cacheRead": 10.0, "cacheWrite": 125.0}
+
+
 def models_config(llm_base_url: str) -> dict[str, object]:
     """models.json content: one provider "fake" with one model "fake-model"."""
     model = {
@@ -107,7 +110,9 @@ def models_config(llm_base_url: str) -> dict[str, object]:
         "input": ["text", "image"],
         "contextWindow": 128000,
         "maxTokens": 4096,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        # Dollars per million tokens: not zero, so the agent's reported costs are real
+        # numbers (usage and budgets, bridge/spend/).
+        "cost": PRICES,
     }
     provider = {
         "baseUrl": llm_base_url,

@@ -105,6 +105,7 @@ class RequestRecord:
     stream: bool = False
     disconnected: bool = False  # the client went away before the answer was complete
     path: str = "/v1/chat/completions"
+    usage: dict[str, Any] | None = None  # what the answer reported (OpenAI's `usage`)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -251,6 +252,7 @@ class FakeLLM:
             return _error(record.status, message)
 
         completion = _Completion(body, reply)
+        record.usage = completion.usage()
         if not stream:
             return web.json_response(completion.whole())
         return await _streamed(request, completion, reply, record)
