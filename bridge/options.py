@@ -72,6 +72,7 @@ class ChatOptions:
     busy_policy: BusyPolicy | None = None
     verbosity: Verbosity | None = None
     project: str | None = None  # conversations under the key work in this project
+    plan_first: bool = False  # a message is planned read-only first (bridge/conversation/plans.py)
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,7 @@ def _build(
             busy_policy=chat.busy_policy,
             verbosity=chat.verbosity,
             project=chat_project(key, chat, config, where, problems),
+            plan_first=chat.plan_first,
         )
     try:
         agent_env = agent_environment(env, config.agent.env)

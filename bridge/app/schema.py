@@ -179,6 +179,8 @@ class ChatSection(_Section):
     # Every conversation under the key works in this project, each in a worktree of its
     # own (so not together with `workspace`).
     project: str | None = None
+    # Every message first gets a read-only plan to approve (docs/commands.md "Plan first").
+    plan_first: bool = False
 
 
 class ProjectSection(_Section):

@@ -29,6 +29,10 @@ async def _help(target: Target, arg: str) -> list[Op]:
     return target.renderer.notice(COMMANDS.help(), markdown=True)
 
 
+async def _plan(target: Target, arg: str) -> list[Op]:
+    return await target.plans.command(arg)
+
+
 HANDLERS = Handlers(
     COMMANDS,
     {
@@ -51,6 +55,7 @@ HANDLERS = Handlers(
         "commands": Handling(session.commands),
         "grants": Handling(grants.grants, (grants.REVOKE,)),
         "help": Handling(_help),
+        "plan": Handling(_plan),
     },
 )
 

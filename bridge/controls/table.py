@@ -38,5 +38,7 @@ COMMANDS = Registry(
         Command("grants", "commands and files allowed without asking", "settings",
                 usage="[clear]"),
         Command("help", "what the bridge understands", "settings"),
+        Command("plan", "plan a task read-only first, then execute, revise or cancel it",
+                "talk", usage="<task>|cancel", idle_only=True),
     ]
 )  # fmt: skip

@@ -21,6 +21,12 @@ class QueueControls(Protocol):
     async def clear(self) -> list[Op]: ...
 
 
+class PlanControls(Protocol):
+    """A plan first (bridge/conversation/plans.py), as /plan sees it."""
+
+    async def command(self, arg: str) -> list[Op]: ...
+
+
 class Target(Protocol):
     @property
     def renderer(self) -> Renderer: ...
@@ -30,6 +36,9 @@ class Target(Protocol):
 
     @property
     def record(self) -> ConversationRecord | None: ...
+
+    @property
+    def plans(self) -> PlanControls: ...
 
     @property
     def projects(self) -> Projects:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from bridge.conversation.dialogs import Dialogs
     from bridge.conversation.intake import Intake
     from bridge.conversation.pending import Queued
+    from bridge.conversation.plans import Plans
     from bridge.model import Op
     from bridge.render import Renderer
     from bridge.rpc.agent_event import AgentEvent
@@ -41,6 +42,7 @@ class EventConversation(Protocol):
     life: AgentLife
     dialogs: Dialogs
     approvals: Approvals
+    plans: Plans  # a plan first (/plan)
     waiting: Waiting  # held messages
     intake: Intake  # where held messages go back to
 
@@ -72,6 +74,7 @@ class AgentEvents:
             return  # the approval gate's question: shown, or allowed, by approval_questions.py
         conversation.submit(conversation.renderer.apply(event, now))
         conversation.queued.observe(event)
+        await conversation.plans.observe(event)
         if isinstance(event, DialogRequest):
             await conversation.dialogs.opened(event, now)
             return
@@ -83,6 +86,7 @@ class AgentEvents:
                 conversation.last_active = now
                 conversation.soon(conversation.adopt_session, agent)
                 conversation.soon(conversation.queued.run_ended)
+                await conversation.plans.run_ended()
             case DialogExpired():
                 await conversation.dialogs.expired(event)
             case CompactionEnd() | LegacyCompaction():
