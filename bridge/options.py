@@ -95,8 +95,9 @@ class ProjectOptions:
 class ApprovalOptions:
     """The bridge's approval gate (bridge/approvals, docs/commands.md "Approvals").
 
-    `mode` "off" loads no gate; "dangerous" asks before bash commands matching
-    `patterns` (None: the shipped list) or writing outside the workspace; "writes"
+    `mode` "off" asks nobody (the gate is still loaded: it keeps a plan read-only,
+    /plan); "dangerous" asks before bash commands matching `patterns` (None: the
+    shipped list) or writing outside the workspace; "writes"
     also before every edit and write; "all" before every tool call. With
     `notify_approvers` "dm", each approver also gets the question in a direct message.
     """
