@@ -59,10 +59,11 @@ def plan_options(home: AgentHome, version: str, tmp_path: Path) -> BridgeOptions
 
 
 async def test_a_plan_is_read_only_until_execute_and_ticks_its_steps_as_it_runs(
-    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+    containment_version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
 ) -> None:
+    # On every agent the containment must hold on, the newest included.
     script(fake_llm)
-    opts = plan_options(agent_home, version, tmp_path)
+    opts = plan_options(agent_home, containment_version, tmp_path)
     pear = opts.workspace(KEY) / "pear.txt"
     async with running_bridge(opts) as chat:
         await chat.say("/plan put a pear in the workspace")
