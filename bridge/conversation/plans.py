@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Protocol
 from bridge.conversation.dialogs import NOT_YOURS
 from bridge.conversation.routing import Prompt
 from bridge.identity import fresh_id
-from bridge.model import AnswerPress, Button, Edit, Form, Send
+from bridge.model import AnswerPress, Button, Edit, Form, Send, Task
 from bridge.plans import prompts
 from bridge.plans.steps import checklist, steps, ticked
+from bridge.platform import Streaming
 from bridge.render.textbits import clip
 from bridge.rpc.content import AssistantMessage, text_of
 from bridge.rpc.events import MessageEnd
@@ -42,13 +43,15 @@ if TYPE_CHECKING:
     from bridge.conversation.dialogs import Dialogs
     from bridge.conversation.routing import Press
     from bridge.conversation.shared import Services
-    from bridge.model import Inbound, MessageRef, Op, Sender
+    from bridge.model import ChatRef, Inbound, MessageRef, Op, Sender
+    from bridge.render import Renderer
     from bridge.rpc.agent_event import AgentEvent
     from bridge.store.records import ConversationRecord
 
 log = logging.getLogger(__name__)
 
 READ_ONLY = frozenset(prompts.READ_ONLY_TOOLS)
+CARD_CHARS = 120  # of a step's task card title
 PLAN_CHARS = 3000  # of a plan without a list, as its message shows it
 BUSY = "The agent is working; wait for it, or /stop it first."
 NO_GATE = "This agent cannot keep a plan read-only (it loads no extensions), so /plan is off."
@@ -72,7 +75,11 @@ class PlanConversation(Protocol):
     """The conversation, as its plans see it."""
 
     key: str
+    chat: ChatRef
     dialogs: Dialogs
+
+    @property
+    def renderer(self) -> Renderer: ...
 
     @property
     def record(self) -> ConversationRecord | None: ...
@@ -99,6 +106,7 @@ class Plans:
         self._prompt = prompt  # starts a run, as a message does (intents.py)
         self._said = ""  # the newest assistant text of the run on now
         self._posted: set[str] = set()  # plan messages this process has sent
+        self._cards: set[int] = set()  # steps shown as cards in this run's stream
 
     @property
     def plan(self) -> PlanRecord | None:
@@ -237,9 +245,10 @@ class Plans:
             return
         done = sorted(set(plan.done) | ticked(said, len(plan.steps)))
         if done != plan.done:
-            ticking = plan.model_copy(update={"done": done})
-            await self._conversation.save(plan=ticking)
-            self._conversation.submit(self._shown(ticking))
+            plan = plan.model_copy(update={"done": done})
+            await self._conversation.save(plan=plan)
+            self._conversation.submit(self._shown(plan))
+            self._conversation.submit(self._step_cards(plan))
 
     async def run_ended(self) -> None:
         """A run ended: a plan being made is shown with its buttons; a plan carried
@@ -275,8 +284,29 @@ class Plans:
         self._conversation.submit(self._shown(ready))
 
     async def _run(self, text: str, message_id: str | None) -> None:
-        self._said = ""
+        self._said, self._cards = "", set()
         await self._prompt(Prompt(text), message_id)
+
+    def _step_cards(self, plan: PlanRecord) -> list[Op]:
+        """Where the chat streams the run (Slack), each step ticked also as a task card
+        in the run's stream, complete. A step not done yet has no card: cards know
+        no "pending", and one left "in progress" would outlive the run's stream. None
+        where the chat does not stream: the plan's message shows the ticks everywhere."""
+        adapter, run = self.services.adapter, self._conversation.renderer.live_run
+        if not run or not isinstance(adapter, Streaming):
+            return []
+        if not adapter.streams_in(self._conversation.chat):
+            return []
+        ops: list[Op] = []
+        for number in plan.done:
+            if number in self._cards or not 1 <= number <= len(plan.steps):
+                continue
+            self._cards.add(number)
+            step = plan.steps[number - 1]
+            slot = f"{plan.slot}:step{number}"
+            task = Task(slot, clip(f"{number}. {step}", CARD_CHARS), "complete")
+            ops.append(Send(slot, f"☑ {number}. {step}", run=run, task=task))
+        return ops
 
     # --- the plan's message --------------------------------------------------------------
 

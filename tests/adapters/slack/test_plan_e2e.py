@@ -19,9 +19,15 @@ if TYPE_CHECKING:
 
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
-    from tests.support.fake_slack import Posted
+    from tests.support.fake_slack import FakeSlack, Posted
 
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
+
+
+def cards_of(slack: FakeSlack) -> dict[str, str]:
+    """Every task card of the bot's streams: title → status."""
+    streams = [slack.stream(m.ts) for m in slack.messages.values() if m.stream is not None]
+    return {task.title: task.status for stream in streams for task in stream.tasks.values()}
 
 
 def labels(message: Posted) -> list[str]:
@@ -63,3 +69,10 @@ async def test_a_channel_plans_first_revises_in_a_modal_and_ticks_the_run(
         await slack.wait_until(lambda: "2 of 3 steps ticked" in again.visible, WAIT)
         assert "☑ 2. Write pear.txt" in again.visible
         assert "☐ 3. Write plum.txt" in again.visible
+        # The run's stream shows each step ticked as a task card, beside the tool's.
+        await slack.wait_until(lambda: "2. Write pear.txt" in cards_of(slack), WAIT)
+        cards = cards_of(slack)
+        assert cards["1. Read the notes"] == "complete"
+        assert cards["2. Write pear.txt"] == "complete"
+        assert "3. Write plum.txt" not in cards  # never said done
+        assert any(title.startswith("write") for title in cards)
