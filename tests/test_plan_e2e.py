@@ -115,3 +115,24 @@ async def test_revise_plans_again_and_cancel_ends_the_plan(
         await chat.until(lambda: any("no longer active" in a[1] for a in chat.adapter.answers))
         assert not (opts.workspace(KEY) / "pear.txt").exists()
         assert not (opts.workspace(KEY) / "plum.txt").exists()
+
+
+async def test_plan_cancel_while_the_agent_plans_stops_the_run_and_shows_no_plan(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    slow = "1. Read the notes slowly and carefully, word by word\n2. Write pear.txt"
+    fake_llm.add("Plan first:", Reply(text=slow, delay=0.4))
+    opts = plan_options(agent_home, version, tmp_path)
+    async with running_bridge(opts) as chat:
+        await chat.say("/plan put a pear in the workspace")
+        await chat.until(chat.conversation_busy)
+        await chat.say("/plan cancel")
+        await chat.shown("✖ Plan cancelled")
+        await chat.shown("stopped")  # the run that was planning, not left to run on
+        await chat.idle()
+        conversation = chat.bridge.supervisor.conversations[KEY]
+        assert conversation.record is not None
+        assert conversation.record.plan is None
+        await chat.bridge.outbox.flush()
+        assert chat.find("📝 *Plan*") is None, chat.all_text()
+        assert chat._button("Execute", "") is None

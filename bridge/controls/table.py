@@ -39,6 +39,6 @@ COMMANDS = Registry(
                 usage="[clear]"),
         Command("help", "what the bridge understands", "settings"),
         Command("plan", "plan a task read-only first, then execute, revise or cancel it",
-                "talk", usage="<task>|cancel", idle_only=True),
+                "talk", usage="<task>|cancel"),
     ]
 )  # fmt: skip

@@ -103,6 +103,7 @@ class AgentEvents:
         if conversation.life.closing:
             return
         conversation.notify(crashed(event))
+        await conversation.plans.agent_gone()
         for item in held:
             text = item.intent.text[:80] or "a picture"
             conversation.notify(f"⚠️ Not sent, please send again: “{text}”")

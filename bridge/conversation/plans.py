@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from bridge.model import ChatRef, Inbound, MessageRef, Op, Sender
     from bridge.render import Renderer
     from bridge.rpc.agent_event import AgentEvent
+    from bridge.rpc.client import AgentClient
     from bridge.store.records import ConversationRecord
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ BUSY = "The agent is working; wait for it, or /stop it first."
 NO_GATE = "This agent cannot keep a plan read-only (it loads no extensions), so /plan is off."
 REVISE_FORM = Form("What should change in the plan?", multiline=True)
 ASK_REVISION = "✏ Reply with what should change in the plan; I will plan again."
+UNFINISHED = "⚠️ The plan was not finished; /plan again, or /plan cancel."
 USAGE = "/plan <task> writes a plan first; /plan shows the plan; /plan cancel ends it."
 
 
@@ -87,6 +89,9 @@ class PlanConversation(Protocol):
     @property
     def busy(self) -> bool: ...
 
+    @property
+    def agent(self) -> AgentClient | None: ...
+
     def submit(self, ops: Sequence[Op]) -> None: ...
 
     def notify(self, text: str) -> None: ...
@@ -107,6 +112,7 @@ class Plans:
         self._said = ""  # the newest assistant text of the run on now
         self._posted: set[str] = set()  # plan messages this process has sent
         self._cards: set[int] = set()  # steps shown as cards in this run's stream
+        self._cancelling = False  # /plan cancel stops the run making the plan
 
     @property
     def plan(self) -> PlanRecord | None:
@@ -123,6 +129,8 @@ class Plans:
         if not word:
             plan = self.plan
             return self._note(f"📝 Plan ({plan.phase}): {plan.task}" if plan else USAGE)
+        if self._conversation.busy:  # /plan cancel may stop a plan being made, not this
+            return self._note(BUSY)
         await self.start(word, None)
         return []
 
@@ -226,7 +234,15 @@ class Plans:
         plan = self.plan
         if plan is None:
             return []
+        agent = self._conversation.agent
+        if plan.phase == "planning" and agent is not None and agent.state.busy:
+            # Its tools would be back with the plan gone: the run being planned stops
+            # first, refused all the while, and its end shows no plan.
+            self._cancelling = True
+            await agent.abort()
         await self._conversation.save(plan=None)
+        if plan.phase == "planning":  # no plan's message yet: say it on its own
+            return self._note(f"✖ Plan cancelled: {clip(plan.task, 300)}")
         return self._closed(plan, f"✖ {who} cancelled it" if who else "✖ cancelled")
 
     # --- the agent's side ----------------------------------------------------------------
@@ -257,7 +273,7 @@ class Plans:
         plan = self.plan
         if plan is None:
             return
-        if plan.phase == "planning":
+        if plan.phase == "planning" and not self._cancelling:
             await self._ready(plan, said)
         elif plan.phase == "executing":
             await self._conversation.save(plan=None)
@@ -265,10 +281,24 @@ class Plans:
             end = "🏁 the plan's run is over" + (f" ({ticks})" if ticks else "")
             self._conversation.submit(self._shown(plan, end, over=True))
 
+    async def agent_gone(self) -> None:
+        """The agent stopped on its own: a plan's run is over; a plan being made
+        waits (still read-only) for /plan again or /plan cancel."""
+        self._said = ""
+        plan = self.plan
+        if plan is None:
+            return
+        if plan.phase == "executing":
+            await self._conversation.save(plan=None)
+            end = "⚠️ the agent stopped before the plan's run ended"
+            self._conversation.submit(self._shown(plan, end, over=True))
+        elif plan.phase == "planning":  # a plan cut short is not shown as one
+            self._conversation.notify(UNFINISHED)
+
     async def _ready(self, plan: PlanRecord, said: str) -> None:
         text = said or plan.text
         if not text:
-            self._conversation.notify("⚠️ The agent wrote no plan; /plan again, or /plan cancel.")
+            self._conversation.notify(UNFINISHED)
             return
         tokens = {self.services.tokens(): action for action in ("execute", "revise", "cancel")}
         ready = plan.model_copy(
@@ -284,7 +314,7 @@ class Plans:
         self._conversation.submit(self._shown(ready))
 
     async def _run(self, text: str, message_id: str | None) -> None:
-        self._said, self._cards = "", set()
+        self._said, self._cards, self._cancelling = "", set(), False
         await self._prompt(Prompt(text), message_id)
 
     def _step_cards(self, plan: PlanRecord) -> list[Op]:
