@@ -50,6 +50,9 @@ class Stats:
     events: Counter[str] = field(default_factory=Counter)  # agent events by class name
     inbound_to_agent: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
     dialog_answer: Histogram = field(default_factory=lambda: Histogram(ANSWER_BUCKETS))
+    # Plans first (/plan) by what became of them: started, executed, revised,
+    # cancelled; and "refused", the tool calls plan mode refused.
+    plans: Counter[str] = field(default_factory=Counter)
 
     def event(self, event: object) -> None:
         # The class name, not the wire "type": unknown types from an agent would make

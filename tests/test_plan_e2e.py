@@ -86,6 +86,8 @@ async def test_a_plan_is_read_only_until_execute_and_ticks_its_steps_as_it_runs(
         done = await chat.shown("the plan's run is over (2 of 2 steps ticked)")
         assert "☑ 1. Read the notes" in done
         assert labels(chat, "☑ 2. Write pear.txt") == []
+        stats = chat.bridge.services.stats.plans
+        assert dict(stats) == {"started": 1, "refused": 1, "executed": 1}
     assert pear.read_text() == "pear\n"
 
 
@@ -115,6 +117,8 @@ async def test_revise_plans_again_and_cancel_ends_the_plan(
         await chat.until(lambda: any("no longer active" in a[1] for a in chat.adapter.answers))
         assert not (opts.workspace(KEY) / "pear.txt").exists()
         assert not (opts.workspace(KEY) / "plum.txt").exists()
+        stats = chat.bridge.services.stats.plans
+        assert dict(stats) == {"started": 1, "refused": 1, "revised": 1, "cancelled": 1}
 
 
 async def test_plan_cancel_while_the_agent_plans_stops_the_run_and_shows_no_plan(

@@ -107,6 +107,7 @@ class Approvals:
         refused = refusal(self._conversation.record, ask)
         if refused is not None:  # a plan is being made: read-only (plans.py)
             await agent.answer_dialog(request.id, value=f"refuse:{refused}")
+            self.services.stats.plans["refused"] += 1
             return True
         options = self.services.options.approvals
         patterns = DEFAULT_PATTERNS if options.patterns is None else options.patterns

@@ -147,6 +147,7 @@ class Plans:
         by = record.owner if record is not None and record.owner else ""
         plan = PlanRecord(phase="planning", task=task, by=by, slot=f"plan:{fresh_id()}")
         await conversation.save(plan=plan)
+        self.services.stats.plans["started"] += 1
         conversation.notify(f"📝 Planning first, read-only: {clip(task, 300)}")
         await self._run(prompts.planning(task), message_id)
 
@@ -202,6 +203,7 @@ class Plans:
     async def _execute(self, plan: PlanRecord, who: str) -> None:
         executing = plan.model_copy(update={"phase": "executing", "tokens": {}, "done": []})
         await self._conversation.save(plan=executing)
+        self.services.stats.plans["executed"] += 1
         self._conversation.submit(self._shown(executing, f"▶ {who} chose: Execute"))
         await self._run(prompts.executing(plan.text), None)
 
@@ -228,6 +230,7 @@ class Plans:
             rounds=plan.rounds,
         )
         await self._conversation.save(plan=again)
+        self.services.stats.plans["revised"] += 1
         await self._run(prompts.revising(plan.text, revision), message_id)
 
     async def _cancel(self, who: str = "") -> list[Op]:
@@ -241,6 +244,7 @@ class Plans:
             self._cancelling = True
             await agent.abort()
         await self._conversation.save(plan=None)
+        self.services.stats.plans["cancelled"] += 1
         if plan.phase == "planning":  # no plan's message yet: say it on its own
             return self._note(f"✖ Plan cancelled: {clip(plan.task, 300)}")
         return self._closed(plan, f"✖ {who} cancelled it" if who else "✖ cancelled")
