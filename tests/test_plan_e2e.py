@@ -140,3 +140,24 @@ async def test_plan_cancel_while_the_agent_plans_stops_the_run_and_shows_no_plan
         await chat.bridge.outbox.flush()
         assert chat.find("📝 *Plan*") is None, chat.all_text()
         assert chat._button("Execute", "") is None
+
+
+async def test_a_plans_buttons_outlive_a_bridge_restart(
+    version: str, fake_llm: FakeLLM, agent_home: AgentHome, tmp_path: Path
+) -> None:
+    script(fake_llm)
+    opts = plan_options(agent_home, version, tmp_path)
+    pear = opts.workspace(KEY) / "pear.txt"
+    async with running_bridge(opts) as chat:
+        await chat.say("/plan put a pear in the workspace")
+        execute = await chat.button("Execute", contains="Write pear.txt")
+        await chat.idle()
+    async with running_bridge(opts) as chat:  # the same data dir: the same store
+        press = ButtonPress(execute.token, "after-restart")
+        await chat.bridge.handle(Inbound(KEY, CHAT, OWNER, "again", press=press))
+        await chat.until(pear.exists)
+        await chat.idle()
+        await chat.shown("the plan's run is over (2 of 2 steps ticked)")
+        stored = await chat.bridge.services.store.get_conversation(KEY)
+        assert stored is not None
+        assert stored.plan is None
