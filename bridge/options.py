@@ -75,6 +75,7 @@ class ChatOptions:
     project: str | None = None  # conversations under the key work in this project
     timezone: str | None = None  # the zone schedules' times are in, unless /tz says another
     notify: NotifySettings | None = None  # `[chats."<key>".notify]`; None: the bridge's
+    plan_first: bool = False  # a message is planned read-only first (bridge/conversation/plans.py)
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,9 @@ class ProjectOptions:
 class ApprovalOptions:
     """The bridge's approval gate (bridge/approvals, docs/commands.md "Approvals").
 
-    `mode` "off" loads no gate; "dangerous" asks before bash commands matching
-    `patterns` (None: the shipped list) or writing outside the workspace; "writes"
+    `mode` "off" asks nobody (the gate is still loaded: it keeps a plan read-only,
+    /plan); "dangerous" asks before bash commands matching `patterns` (None: the
+    shipped list) or writing outside the workspace; "writes"
     also before every edit and write; "all" before every tool call. With
     `notify_approvers` "dm", each approver also gets the question in a direct message.
     """

@@ -54,6 +54,9 @@ class Stats:
     # (bridge/spend/ledger.py): dollars, and tokens by kind (input, output, cache_*).
     spend_cost: float = 0.0
     spend_tokens: Counter[str] = field(default_factory=Counter)
+    # Plans first (/plan) by what became of them: started, executed, revised,
+    # cancelled; and "refused", the tool calls plan mode refused.
+    plans: Counter[str] = field(default_factory=Counter)
 
     def event(self, event: object) -> None:
         # The class name, not the wire "type": unknown types from an agent would make

@@ -266,6 +266,7 @@ def _build(
             project=chat_project(key, chat, config, where, problems),
             timezone=_timezone(key, chat.timezone, where, problems),
             notify=_notify(config, chat),
+            plan_first=chat.plan_first,
         )
     try:
         agent_env = agent_environment(env, config.agent.env)

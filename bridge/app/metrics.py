@@ -123,6 +123,16 @@ class Metrics:
             [(_labels(platform=p), st.runs_ended) for p, st in stats],
         )
         family(
+            "pi_bridge_plans_total",
+            "counter",
+            "Plans first (/plan) by outcome, and tool calls refused while planning.",
+            [
+                (_labels(platform=p, outcome=k), n)
+                for p, st in stats
+                for k, n in sorted(st.plans.items())
+            ],
+        )
+        family(
             "pi_bridge_agent_events_total",
             "counter",
             "Events read from agents, by kind.",

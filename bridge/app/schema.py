@@ -182,6 +182,8 @@ class ChatSection(_Section):
     project: str | None = None
     timezone: str | None = None  # its schedules' zone ("Europe/Berlin"); None: UTC; /tz changes it
     notify: NotifySection | None = None  # keys not given: as in the bridge's [notify]
+    # Every message first gets a read-only plan to approve (docs/commands.md "Plan first").
+    plan_first: bool = False
 
 
 class NotifySection(_Section):

@@ -39,6 +39,10 @@ async def _help(target: Target, arg: str) -> list[Op]:
     return target.renderer.notice(COMMANDS.help(), markdown=True)
 
 
+async def _plan(target: Target, arg: str) -> list[Op]:
+    return await target.plans.command(arg)
+
+
 HANDLERS = Handlers(
     COMMANDS,
     {
@@ -69,6 +73,7 @@ HANDLERS = Handlers(
         "schedules": Handling(Personal(schedules.listing), (schedules.CHANGE,)),
         "tz": Handling(Personal(schedules.tz)),
         "usage": Handling(usage),
+        "plan": Handling(_plan),
     },
 )
 

@@ -46,5 +46,7 @@ COMMANDS = Registry(
         Command("tz", "show or change the chat's time zone", "settings", usage="[Area/City]"),
         Command("usage", "tokens and cost: yours, this chat's, this conversation's",
                 "settings"),
+        Command("plan", "plan a task read-only first, then execute, revise or cancel it",
+                "talk", usage="<task>|cancel"),
     ]
 )  # fmt: skip

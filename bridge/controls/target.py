@@ -27,6 +27,12 @@ class UsageReports(Protocol):
     async def report(self) -> str: ...
 
 
+class PlanControls(Protocol):
+    """A plan first (bridge/conversation/plans.py), as /plan sees it."""
+
+    async def command(self, arg: str) -> list[Op]: ...
+
+
 class Target(Protocol):
     @property
     def renderer(self) -> Renderer: ...
@@ -36,6 +42,9 @@ class Target(Protocol):
 
     @property
     def record(self) -> ConversationRecord | None: ...
+
+    @property
+    def plans(self) -> PlanControls: ...
 
     @property
     def projects(self) -> Projects:

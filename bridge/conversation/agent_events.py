@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from bridge.conversation.intake import Intake
     from bridge.conversation.ledger import Ledger
     from bridge.conversation.pending import Queued
+    from bridge.conversation.plans import Plans
     from bridge.model import Op
     from bridge.projects.project import Projects
     from bridge.render import Renderer
@@ -43,6 +44,7 @@ class EventConversation(Protocol):
     life: AgentLife
     dialogs: Dialogs
     approvals: Approvals
+    plans: Plans  # a plan first (/plan)
     waiting: Waiting  # held messages
     intake: Intake  # where held messages go back to
     ledger: Ledger  # what its runs cost
@@ -81,6 +83,7 @@ class AgentEvents:
         conversation.submit(conversation.renderer.apply(event, now))
         conversation.queued.observe(event)
         await conversation.ledger.observe(event)  # usage kept; budgets at tool boundaries
+        await conversation.plans.observe(event)
         if isinstance(event, DialogRequest):
             await conversation.dialogs.opened(event, now)
             return
@@ -94,6 +97,7 @@ class AgentEvents:
                 conversation.soon(conversation.queued.run_ended)
                 if conversation.projects.summary_wanted:  # /pr asked for this run
                     conversation.soon(conversation.summary_ready, agent)
+                await conversation.plans.run_ended()
             case DialogExpired():
                 await conversation.dialogs.expired(event)
             case CompactionEnd() | LegacyCompaction():
@@ -111,6 +115,7 @@ class AgentEvents:
         if conversation.life.closing:
             return
         conversation.notify(crashed(event))
+        await conversation.plans.agent_gone()
         for item in held:
             text = item.intent.text[:80] or "a picture"
             conversation.notify(f"⚠️ Not sent, please send again: “{text}”")

@@ -231,9 +231,10 @@ class AgentLife:
         env = dict(options.agent.env)
         # Not for the legacy agent (no session flags): it has no extensions, and would
         # take the extension's path for a first message.
-        if options.approvals.mode != "off" and options.agent.session_flags:
+        if options.agent.session_flags:
             # Asking is the gate's; deciding what needs a person is the bridge's (it
             # knows the grants), except that in "all" the gate must ask about every tool.
+            # Loaded with approvals "off" too: a plan (/plan) is kept read-only by it.
             argv += ["-e", str(GATE_EXTENSION)]
             env["PI_APPROVAL_GATE"] = "all" if options.approvals.mode == "all" else "changes"
         spec = AgentSpec(argv=argv, cwd=workspace, env=env)

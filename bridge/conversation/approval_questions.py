@@ -37,6 +37,7 @@ from bridge.approvals import (
     parse,
     reason_to_ask,
 )
+from bridge.conversation.plans import refusal
 from bridge.files.posting import ExportRefused, read_inside
 from bridge.model import Edit, Form, Mention, Send, Upload
 from bridge.platform import DirectMessages, PlatformError
@@ -103,6 +104,11 @@ class Approvals:
         ask = parse(request.title)
         if ask is None:
             return False
+        refused = refusal(self._conversation.record, ask)
+        if refused is not None:  # a plan is being made: read-only (plans.py)
+            await agent.answer_dialog(request.id, value=f"refuse:{refused}")
+            self.services.stats.plans["refused"] += 1
+            return True
         options = self.services.options.approvals
         patterns = DEFAULT_PATTERNS if options.patterns is None else options.patterns
         reason = reason_to_ask(ask, options.mode, patterns, str(agent.spec.cwd))

@@ -35,6 +35,7 @@ from bridge.conversation.intake import Intake
 from bridge.conversation.intents import Intents
 from bridge.conversation.ledger import Ledger
 from bridge.conversation.pending import Queued
+from bridge.conversation.plans import Plans
 from bridge.projects.project import Projects
 from bridge.render import Renderer
 from bridge.rpc.errors import AgentExited, RpcError
@@ -74,6 +75,7 @@ class Conversation:
         self.dialogs = Dialogs(key, chat, services, self.renderer, lambda: self.record, self.submit)
         self.intents = Intents(self, services)
         self.queued = Queued(self, self.intents.prompt)  # steers and follow-ups not taken yet
+        self.plans = Plans(self, services, self.intents.prompt)  # /plan: a plan first
         self.approvals = Approvals(self, services)  # hooks itself into the dialogs
         self.projects = Projects(self, services.options)  # where the agent works
         self.intake = Intake(self, services)

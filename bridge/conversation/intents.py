@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from bridge.conversation.dialogs import Dialogs
     from bridge.conversation.ledger import Ledger
     from bridge.conversation.pending import Queued
+    from bridge.conversation.plans import Plans
     from bridge.conversation.routing import Intent
     from bridge.conversation.shared import Services
     from bridge.model import ChatRef, Inbound, Op, Sender
@@ -62,6 +63,7 @@ class IntentConversation(Target, Protocol):
     dialogs: Dialogs
     waiting: Waiting  # busy questions and held messages
     ledger: Ledger  # who starts a run, and whether their budget lets it
+    plans: Plans
 
     @property
     def queued(self) -> Queued: ...
@@ -84,7 +86,7 @@ class Intents:
         message_id = inbound.message_id
         match intent:
             case Prompt():
-                await self.prompt(intent, message_id, inbound.sender)
+                await self._prompt_or_plan(intent, inbound)
             case Steer() | FollowUp():
                 await self.queue(intent, message_id, inbound.sender)
             case AskBusy():
@@ -95,7 +97,7 @@ class Intents:
             case Stop():
                 await self.stop()
             case Press():
-                await self._press(intent, inbound.sender)
+                await self._press(intent, inbound)
             case DialogReply():
                 await conversation.dialogs.replied(conversation.agent, intent, inbound.sender)
             case Control():
@@ -124,6 +126,11 @@ class Intents:
             conversation.submit(conversation.renderer.not_started())
             raise
 
+    async def _prompt_or_plan(self, intent: Prompt, inbound: Inbound) -> None:
+        """A plan's revision, a task to plan first (plans.py), or else a run."""
+        if not await self._conversation.plans.prompted(intent, inbound):
+            await self.prompt(intent, inbound.message_id, inbound.sender)
+
     async def queue(
         self, intent: Steer | FollowUp, message_id: str | None, sender: Sender | None = None
     ) -> None:
@@ -150,8 +157,12 @@ class Intents:
 
     # --- presses -----------------------------------------------------------------------
 
-    async def _press(self, press: Press, sender: Sender) -> None:
+    async def _press(self, press: Press, inbound: Inbound) -> None:
         conversation = self._conversation
+        sender = inbound.sender
+        message = inbound.press.message if inbound.press is not None else None
+        if await conversation.plans.pressed(press, sender, message):
+            return  # the buttons of a plan (plans.py)
         match conversation.renderer.pressed(press.token):
             case StopChoice():
                 conversation.submit([AnswerPress(press.press_id, "Stopping…")])

@@ -157,7 +157,7 @@ class Supervisor:
         """A new conversation for `reading`; None when it needs none (it was answered
         here, or there is nothing to do)."""
         inbound = reading.inbound
-        if reading.press is not None:
+        if reading.press is not None and not await self._plan_pressed(inbound):
             # Buttons live only in their conversation's memory: none is live here.
             await dead_press(self.services, inbound.key, inbound.chat, reading.press)
             self.services.taken(inbound)
@@ -176,6 +176,17 @@ class Supervisor:
             del self.conversations[inbound.key]
             raise
         return conversation
+
+    async def _plan_pressed(self, inbound: Inbound) -> bool:
+        """A press on the buttons of a plan (plans.py): they are kept in the store, so
+        the conversation is made again to carry it out."""
+        assert inbound.press is not None
+        record = await self.services.store.get_conversation(inbound.key)
+        return (
+            record is not None
+            and record.plan is not None
+            and (inbound.press.token in record.plan.tokens)
+        )
 
     async def _copy_of(self, inbound: Inbound) -> tuple[Conversation, Inbound] | None:
         """A press on a copy of another conversation's question (an approver's direct

@@ -4,8 +4,10 @@
  *
  * The question is an ordinary `select` dialog whose title is a marker plus one line
  * of JSON (bridge/approvals/ask.py parses it), so the bridge, not this file, decides
- * what to show, whom to ask and what to let through without asking. In scope: `bash`,
- * `edit` and `write`; every tool when PI_APPROVAL_GATE=all. It imports nothing (only
+ * what to show, whom to ask and what to let through without asking. In scope: every
+ * tool but pi's read-only ones (`read`, `grep`, `find`, `ls`), so that while a
+ * conversation plans (/plan) the bridge can refuse any tool that may change something,
+ * an extension's too; every tool when PI_APPROVAL_GATE=all. It imports nothing (only
  * node's `process` global), so the one file works on every pi version the bridge
  * supports: the `tool_call` event has `toolName`, `toolCallId` and the validated
  * `input` in each.
@@ -13,7 +15,8 @@
 
 const PREFIX = "pi-bridge:approval ";
 const OPTIONS = ["allow", "always", "deny", "reason"];
-const GATED = new Set(["bash", "edit", "write"]);
+// Never asked about (but with PI_APPROVAL_GATE=all): they read and change nothing.
+const READ_ONLY = new Set(["read", "grep", "find", "ls"]);
 // The title is one RPC line: keep it far below what a client reads in one record, but
 // never cut small inputs, since the person approves what they see.
 const MAX_JSON = 1_000_000;
@@ -70,6 +73,8 @@ async function decide(event: any, ctx: any): Promise<Verdict> {
 	if (typeof answer !== "string") return block(`${DENIED_IN_CHAT} (unreadable answer)`);
 	if (answer === "allow" || answer === "always") return undefined;
 	if (answer === "deny") return block(DENIED);
+	// The bridge's own refusal (a plan being made): its reason is shown as it is.
+	if (answer.startsWith("refuse:")) return block(answer.slice("refuse:".length).trim() || DENIED);
 	if (answer.startsWith("deny:")) {
 		const why = answer.slice("deny:".length).trim();
 		return block(why ? `Denied in the chat: ${why}` : DENIED_IN_CHAT);
@@ -86,7 +91,7 @@ async function decide(event: any, ctx: any): Promise<Verdict> {
 export default function (pi: any) {
 	pi.on("tool_call", async (event: any, ctx: any): Promise<Verdict> => {
 		const all = process.env.PI_APPROVAL_GATE === "all";
-		if (!all && !GATED.has(event.toolName)) return undefined;
+		if (!all && READ_ONLY.has(event.toolName)) return undefined;
 		if (!ctx.hasUI) return block(NO_UI);
 		try {
 			return await decide(event, ctx);

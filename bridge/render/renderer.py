@@ -137,6 +137,13 @@ class Renderer:
     def close_picker(self, picker_id: str, outcome: str) -> list[Op]:
         return self.questions.close(f"picker:{picker_id}", outcome)
 
+    @property
+    def live_run(self) -> str:
+        """The `Send.run` of the run on now ("" for none): a plan's step cards join its
+        stream (bridge/conversation/plans.py)."""
+        run = self._runs.run
+        return run.name if run is not None else ""
+
     def has_questions(self) -> bool:
         """Whether a dialog or busy question of this renderer still has live buttons."""
         return self.questions.any_open()

@@ -75,6 +75,26 @@ class HostRecord(BaseModel):
     slots: dict[str, str] = Field(default_factory=dict)
 
 
+PlanPhase = Literal["planning", "ready", "revising", "executing"]
+
+
+class PlanRecord(BaseModel):
+    """A plan first (/plan, bridge/conversation/plans.py), while it lasts: the phase it
+    is in, the task, the plan the agent wrote and its steps, the steps done, and the
+    live tokens of its buttons (token → "execute" / "revise" / "cancel"), so a press
+    still finds it after a restart or on another worker."""
+
+    phase: PlanPhase
+    task: str
+    by: str  # who asked for it
+    slot: str  # the outbox slot of the plan's message
+    text: str = ""
+    steps: list[str] = Field(default_factory=list)
+    done: list[int] = Field(default_factory=list)  # 1-based step numbers
+    tokens: dict[str, str] = Field(default_factory=dict)
+    rounds: int = 0  # plans written so far (a revision makes another)
+
+
 class ConversationRecord(BaseModel):
     """One chat conversation bound to an agent workspace and its session files."""
 
@@ -91,6 +111,7 @@ class ConversationRecord(BaseModel):
     checkout: Checkout | None = None  # its worktree, once made: the agent's cwd
     pull_request: PullRequestRecord | None = None  # /pr's draft, then what it opened
     host: HostRecord | None = None  # its agent's host, while one holds it
+    plan: PlanRecord | None = None  # a plan first, from /plan until it ends
     created_at: float
     last_active: float
     # Who started its current run: whose budget the run spends (bridge/conversation/ledger.py),

@@ -274,7 +274,11 @@ GATE_CASES: list[tuple[str, str, bool, list[str | None], int, str | None]] = [
     ("bash", "", True, ["ALLOW"], 1, 'Denied in the chat. (unknown answer "ALLOW")'),
     ("bash", "", False, [], 0, "Not approved: this agent has no chat to ask"),
     ("read", "", True, [], 0, None),  # out of scope: runs without a question
-    ("send_file", "changes", True, [], 0, None),
+    ("grep", "changes", True, [], 0, None),  # pi's read-only tools are never asked about
+    # Any other tool, an extension's too, is: a plan (/plan) refuses what may change things.
+    ("send_file", "changes", True, ["allow"], 1, None),
+    ("bash", "", True, ["refuse: planning, read-only"], 1, "planning, read-only"),
+    ("bash", "", True, ["refuse:"], 1, "Denied by the person approving in the chat."),
     ("read", "all", True, ["deny"], 1, "Denied by the person approving in the chat."),
     ("ls", "all", False, [], 0, "Not approved: this agent has no chat to ask"),
 ]
