@@ -110,7 +110,14 @@ class Tools:
         output = result_text(event.result)
         status: TaskStatus = "error" if event.isError else "complete"
         icon = "❌" if event.isError else "✅"
-        ops = self._final(call, scope, icon, call.took(now), output, now, status)
+        # The agent's own measure where it sends one (1.x): right after a restart too,
+        # when the bridge saw the start only in a replay.
+        took = (
+            call.took(now)
+            if event.durationMs is None
+            else f" · {duration(event.durationMs / 1000)}"
+        )
+        ops = self._final(call, scope, icon, took, output, now, status)
         if call.mode == "all" and len(output) > LONG_OUTPUT:
             ops.append(_upload(call, output))
         return ops
