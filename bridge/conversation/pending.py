@@ -119,12 +119,17 @@ class Queued:
             except BaseException:
                 self._lineup.forget(entry)
                 raise
-            if said == "handled":  # 1.x: taken at once (an extension): no user message comes
-                self._settle(entry, Event.TAKE, HANDLED)
-                self._conversation.submit([React(message_id, "done")] if message_id else [])
+            if said == "handled":
+                self._handled(entry)
                 return True
             self._show(entry, self._conversation.renderer.joined(message_id, intent.text))
         return True
+
+    def _handled(self, entry: Entry) -> None:
+        """1.x took it at once (an extension did): no user message will show it taken."""
+        self._settle(entry, Event.TAKE, HANDLED)
+        message = entry.message_id
+        self._conversation.submit([React(message, "done")] if message else [])
 
     def stopped(self) -> None:
         """The run is being stopped: what waits, waits for the end of the next run."""
@@ -221,8 +226,11 @@ class Queued:
             self._settle(entry, Event.TAKE, TAKEN)
             await self._start(Prompt(entry.text, entry.images), entry.message_id)
             return "Sent now."
-        await self._send(agent, "steer", entry.text, entry.images)
+        said = await self._send(agent, "steer", entry.text, entry.images)
         self._lineup.move(entry, event)
+        if said == "handled":
+            self._handled(entry)
+            return "Sent now."
         self._show(entry, self._conversation.renderer.joined(entry.message_id, entry.text))
         return "Sent now."
 
