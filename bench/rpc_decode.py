@@ -174,7 +174,10 @@ def load_template(shape: str) -> tuple[list[Record], str]:
         return builtin(), "built-in template"
     records = [json.loads(line) for line in path.read_bytes().split(b"\n") if line.strip()]
     kept = [r for r in records if r.get("type") != "response"]
-    return kept, f"{folder.parent.name}/{folder.name}/a_plain"
+    where = (
+        folder.relative_to(REPO) if folder.is_relative_to(REPO) else f"transcripts/{folder.name}"
+    )
+    return kept, f"{where}/a_plain"
 
 
 def _is_text_delta(rec: Record) -> bool:
