@@ -6,7 +6,10 @@ are next to the repository, from a built-in copy of those shapes otherwise:
 
 - 0.73.1: every `message_update` carries the whole answer so far twice (`message` and
   `assistantMessageEvent.partial`), so 2000 deltas make ~17.7 MB (docs/rpc.md, "Update sizes");
-- 0.87.1: deltas only, ~0.5 MB for the same answer.
+- 0.87.1: deltas only, ~0.5 MB for the same answer;
+- 1.5.2: as 0.87.1, but each update's `usage` is filled in as the answer streams (with
+  `reasoning` and `cost.totalFromProvider`), and `agent_settled` says `aborted`. Its
+  template is the project's own recording (tests/fixtures/transcripts/p152/a_plain).
 
 On the same bytes it times (a) "bare": `bytes.split(b"\\n")` + `json.loads` per line;
 (b) "typed": `LineSplitter().feed(stream)` + `decode_record` per record; (c) "decode":
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = REPO.parent / "shared" / "protocol" / "transcripts"
+FIXTURES = REPO / "tests" / "fixtures" / "transcripts"  # the project's own recordings
 DELTA = "tok "
 MB = 1_000_000
 # anyio's `ByteReceiveStream` iteration reads a subprocess pipe by `receive(65536)`.
@@ -125,21 +129,55 @@ def _builtin_0871() -> list[Record]:
     return [*out, {"type": "agent_settled"}]
 
 
-SHAPES: dict[str, tuple[str, Callable[[], list[Record]]]] = {
-    "0.73.1": ("v0731", _builtin_0731),
-    "0.87.1": ("e0871", _builtin_0871),
+_LIVE_USAGE: Record = {
+    "input": 610,
+    "output": 11,
+    "cacheRead": 0,
+    "cacheWrite": 0,
+    "reasoning": 0,
+    "totalTokens": 621,
+    "cost": {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "total": 0,
+        "totalFromProvider": False,
+    },
+}
+
+
+def _builtin_152() -> list[Record]:
+    """1.5.2's shape: 0.87.1's with the usage filled in while streaming, `aborted`."""
+    out: list[Record] = []
+    for rec in _builtin_0871():
+        if rec["type"] == "message_update":
+            rec = {**rec, "usage": _LIVE_USAGE}
+        elif rec["type"] == "agent_settled":
+            rec = {**rec, "aborted": False}
+        out.append(rec)
+    return out
+
+
+SHAPES: dict[str, tuple[Path, Callable[[], list[Record]]]] = {
+    "0.73.1": (TRANSCRIPTS / "v0731", _builtin_0731),
+    "0.87.1": (TRANSCRIPTS / "e0871", _builtin_0871),
+    "1.5.2": (FIXTURES / "p152", _builtin_152),
 }
 
 
 def load_template(shape: str) -> tuple[list[Record], str]:
     """The template records of one shape (responses dropped) and where they came from."""
     folder, builtin = SHAPES[shape]
-    path = TRANSCRIPTS / folder / "a_plain.stdout.jsonl"
+    path = folder / "a_plain.stdout.jsonl"
     if not path.is_file():
         return builtin(), "built-in template"
     records = [json.loads(line) for line in path.read_bytes().split(b"\n") if line.strip()]
     kept = [r for r in records if r.get("type") != "response"]
-    return kept, f"transcripts/{folder}/a_plain"
+    where = (
+        folder.relative_to(REPO) if folder.is_relative_to(REPO) else f"transcripts/{folder.name}"
+    )
+    return kept, f"{where}/a_plain"
 
 
 def _is_text_delta(rec: Record) -> bool:

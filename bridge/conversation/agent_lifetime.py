@@ -24,6 +24,7 @@ import anyio
 from bridge.backoff import Backoff
 from bridge.containment.sandbox import contain
 from bridge.controls.session_files import new_session_name
+from bridge.conversation.context_use import context_in_use
 from bridge.conversation.hosts import Hosting
 from bridge.conversation.shared import Holder
 from bridge.files.send_file import SentFiles
@@ -315,6 +316,7 @@ class AgentLife:
                     if isinstance(event, RunEnded):  # its final line names its changed files
                         changed = await self._conversation.projects.run_ended()
                         self._conversation.renderer.changed(changed)
+                        self._conversation.renderer.context_used(await context_in_use(agent))
                         self.hosting.run_ended(agent, tg)
                     elif isinstance(event, AgentGone) and not self.detaching:
                         await self.hosting.gone()

@@ -40,10 +40,11 @@ from bridge.conversation.pending_model import (
 )
 from bridge.conversation.routing import Prompt, Steer
 from bridge.files.attachments import as_content
-from bridge.model import AnswerPress
+from bridge.model import AnswerPress, React
 from bridge.rpc.commands import ClearQueue
 from bridge.rpc.content import UserMessage, text_of
 from bridge.rpc.events import MessageStart, QueueUpdate
+from bridge.rpc.profile import disposition
 from bridge.rpc.signals import AgentGone
 
 if TYPE_CHECKING:
@@ -56,11 +57,13 @@ if TYPE_CHECKING:
     from bridge.render import QueueChoice, Renderer
     from bridge.render.queued import QueueView
     from bridge.rpc.client import AgentClient
+    from bridge.rpc.profile import Disposition
 
 TAKEN = "✔ taken by the agent"
 DROPPED = "✖ not sent: the agent stopped"
 CLEARED = "✖ cleared with /queue clear"
 TOO_LATE = "Too late: the agent has taken it already."
+HANDLED = "✔ handled by the agent at once"
 
 
 class QueueConversation(Protocol):
@@ -112,12 +115,21 @@ class Queued:
                 self._show(entry, self._view.held(message_id))
                 return True
             try:
-                await self._send(agent, entry.kind, entry.text, entry.images)
+                said = await self._send(agent, entry.kind, entry.text, entry.images)
             except BaseException:
                 self._lineup.forget(entry)
                 raise
+            if said == "handled":
+                self._handled(entry)
+                return True
             self._show(entry, self._conversation.renderer.joined(message_id, intent.text))
         return True
+
+    def _handled(self, entry: Entry) -> None:
+        """1.x took it at once (an extension did): no user message will show it taken."""
+        self._settle(entry, Event.TAKE, HANDLED)
+        message = entry.message_id
+        self._conversation.submit([React(message, "done")] if message else [])
 
     def stopped(self) -> None:
         """The run is being stopped: what waits, waits for the end of the next run."""
@@ -214,8 +226,11 @@ class Queued:
             self._settle(entry, Event.TAKE, TAKEN)
             await self._start(Prompt(entry.text, entry.images), entry.message_id)
             return "Sent now."
-        await self._send(agent, "steer", entry.text, entry.images)
+        said = await self._send(agent, "steer", entry.text, entry.images)
         self._lineup.move(entry, event)
+        if said == "handled":
+            self._handled(entry)
+            return "Sent now."
         self._show(entry, self._conversation.renderer.joined(entry.message_id, entry.text))
         return "Sent now."
 
@@ -286,11 +301,11 @@ class Queued:
 
     async def _send(
         self, agent: AgentClient, kind: Kind, text: str, images: tuple[Image, ...]
-    ) -> None:
+    ) -> Disposition | None:
+        """Into the agent's queue; what became of it where the agent says (1.x)."""
         if kind == "steer":
-            await agent.steer(text, as_content(images))
-        else:
-            await agent.follow_up(text, as_content(images))
+            return disposition(await agent.steer(text, as_content(images)))
+        return disposition(await agent.follow_up(text, as_content(images)))
 
     # --- the chat ----------------------------------------------------------------------
 

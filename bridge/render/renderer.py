@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from bridge.platform import Formatter
     from bridge.render.choices import Choice, DialogChoice, PickerOption
     from bridge.render.status import Numbering
+    from bridge.render.usage import ContextUse
     from bridge.rpc.agent_event import AgentEvent
 
 EXPIRED = "⌛ expired — the agent went on without an answer"
@@ -177,6 +178,10 @@ class Renderer:
     def changed(self, files: int) -> None:
         """The run about to end changed `files` files of its worktree."""
         self._runs.changed(files)
+
+    def context_used(self, use: ContextUse | None) -> None:
+        """The context in use as the run about to end ends: its final line shows it."""
+        self._runs.context_used(use)
 
     def overtime(self) -> None:
         """The bridge aborts the run for running too long: it ends as failed."""

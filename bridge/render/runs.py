@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from bridge.model import Op, Verbosity
     from bridge.render.notices import Notices
     from bridge.render.tools import Tools
+    from bridge.render.usage import ContextUse
     from bridge.render.views import Context
     from bridge.rpc.agent_event import AgentEvent
 
@@ -206,7 +207,14 @@ class Runs:
     def _agent_end(self, event: ev.AgentEnd | ev.AgentSettled, _: float) -> list[Op]:
         if self.run is not None:
             self.run.loop_ended(event.messages if isinstance(event, ev.AgentEnd) else [])
+            if isinstance(event, ev.AgentSettled) and event.aborted is not None:
+                self.run.stopped = event.aborted
         return []
+
+    def context_used(self, use: ContextUse | None) -> None:
+        """The context in use as the live run ends: its final line shows the share."""
+        if self.run is not None:
+            self.run.context = use
 
     def touch(self, now: float) -> list[Op]:
         return self.run.refresh(self.board, now) if self.run is not None else []

@@ -3,7 +3,10 @@
 One `RunStatus` per run: sent as "⏳ working…" with a [⏹ Stop] button when the run
 starts, edited at most every `STATUS_INTERVAL` with elapsed time, current tool,
 retry and compaction state and the `Board` (queue, extension statuses and
-widgets); finished as done / failed / stopped / interrupted without buttons.
+widgets); finished as done / failed / stopped / interrupted without buttons, with the tokens,
+cost and share of the context the agent reports (usage.py). Stopped is what
+`agent_settled.aborted` says where the agent sends it (1.x), else how the last
+answer ended.
 The board outlives runs: extensions set their lines once per session.
 Invariants: the Stop token is live exactly while the run is; a finished status
 is never edited again except to add the reason of an interruption.
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING
 from bridge.model import Button, Delete, Edit, Keyboard, Send
 from bridge.render.choices import StopChoice
 from bridge.render.textbits import clip, count, delay, duration
+from bridge.render.usage import short, tokens_of
 from bridge.render.views import Pacer, Slot, View
 from bridge.rpc.content import AssistantMessage
 
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
 
     from bridge.model import Mention, Op, ReactionState
     from bridge.render.choices import TokenBook
+    from bridge.render.usage import ContextUse
 
 STATUS_INTERVAL = 5.0  # seconds between edits of the live status message
 WORKING = "⏳ working…"
@@ -119,6 +124,9 @@ class RunStatus:
     retry: str | None = None
     compacting: bool = False
     cost: float = 0.0
+    tokens: int = 0  # what the run's answers took, as the agent reports them
+    context: ContextUse | None = None  # the context in use when it ended (get_session_stats)
+    stopped: bool | None = None  # agent_settled.aborted (1.x): whether it was stopped
     last: AssistantMessage | None = None
     loop_seen: bool = False  # any agent-loop event at all (extension commands have none)
     loop_open: bool = False  # between agent_start and agent_end
@@ -175,6 +183,7 @@ class RunStatus:
         self.last = message
         if message.usage is not None:
             self.cost += float(message.usage.cost.get("total", 0.0) or 0.0)
+            self.tokens += tokens_of(message.usage)
 
     def loop_ended(self, messages: Sequence[object]) -> None:
         self.loop_open = False
@@ -199,16 +208,29 @@ class RunStatus:
         last = self.last
         if self.loop_open:
             return f"⚠️ interrupted · {took}"
-        if last is not None and _was_aborted(last):
-            return f"⏹ stopped · {took}"
+        if self._aborted():
+            return " · ".join([f"⏹ stopped · {took}", *self._spent()])
         if last is not None and last.stopReason == "error":
             return f"⚠️ failed · {took}: {clip(last.errorMessage or 'unknown error', 300)}"
         parts = ["✅ done", took]
         if self.tools:
             parts.append(count(self.tools, "tool"))
+        return " · ".join(parts + self._spent())
+
+    def _spent(self) -> list[str]:
+        """Tokens, cost and context, each where the agent reported it."""
+        parts = [f"{short(self.tokens)} tokens"] if self.tokens > 0 else []
         if self.cost > 0:
             parts.append(_money(self.cost))
-        return " · ".join(parts)
+        context = self.context.brief() if self.context is not None else None
+        return parts + ([context] if context else [])
+
+    def _aborted(self) -> bool:
+        """Stopped: as agent_settled says where it says (1.x), else as the last answer
+        ended."""
+        if self.stopped is not None:
+            return self.stopped
+        return self.last is not None and _was_aborted(self.last)
 
     def reaction(self) -> ReactionState:
         """How the user's message is marked once the run is over: a /stop is done
@@ -216,7 +238,7 @@ class RunStatus:
         last = self.last
         if self.loop_open or self.overtime:
             return "failed"
-        if last is not None and last.stopReason == "error" and not _was_aborted(last):
+        if last is not None and last.stopReason == "error" and not self._aborted():
             return "failed"
         return "done"
 

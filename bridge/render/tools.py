@@ -140,7 +140,11 @@ class Tools:
         output = result_text(event.result)
         status: TaskStatus = "error" if event.isError else "complete"
         icon = "❌" if event.isError else "✅"
-        ops = self._final(call, scope, Ending(icon, call.took(now), output, status), now)
+        # The agent's own measure where it sends one (1.x): right after a restart too,
+        # when the bridge saw the start only in a replay.
+        ms = _duration_ms(event)
+        took = call.took(now) if ms is None else f" · {duration(ms / 1000)}"
+        ops = self._final(call, scope, Ending(icon, took, output, status), now)
         if call.mode == "all" and len(output) > LONG_OUTPUT:
             ops.append(_upload(call, output))
         return ops
@@ -329,12 +333,9 @@ def _task(call: ToolCall, status: TaskStatus, output: str) -> Task:
 
 
 def _duration_ms(event: ToolExecutionEnd) -> float | None:
-    """The agent's own `durationMs` of a call (1.x), kept whether or not the model
-    declares the field (`Wire` keeps extras); None when absent or not a number."""
-    value = getattr(event, "durationMs", None)
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return None
+    """The agent's own `durationMs` of a call (1.x); None when absent or negative."""
+    value = event.durationMs
+    return value if value is not None and value >= 0 else None
 
 
 def _upload(call: ToolCall, output: str) -> Upload:

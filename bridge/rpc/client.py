@@ -39,13 +39,21 @@ from bridge.rpc.commands import (
 from bridge.rpc.decode import Decoded, decode_record
 from bridge.rpc.detect import detect
 from bridge.rpc.errors import AgentExited, ClientClosed, CommandFailed, RpcError
-from bridge.rpc.events import ErrorEvent, Response
+from bridge.rpc.events import AgentSettled, ErrorEvent, Response, ToolExecutionEnd
 from bridge.rpc.framing import DEFAULT_MAX_RECORD
 from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan
 from bridge.rpc.legacy import LegacyShim
 from bridge.rpc.links import Link, open_link
 from bridge.rpc.pipes import PIPE_GONE
-from bridge.rpc.profile import PI, Profile, extension_commands
+from bridge.rpc.profile import (
+    EARENDIL,
+    PI,
+    Disposition,
+    Profile,
+    disposition,
+    extension_commands,
+    refine,
+)
 from bridge.rpc.requests import Requests
 from bridge.rpc.signals import (
     AgentGone,
@@ -230,20 +238,29 @@ class AgentClient:
         """Start a run (or queue into one with `streaming_behavior`)."""
         if self.profile.is_legacy:
             return await self._legacy.send("prompt", text, images)
-        runs = await self._starts_run(text)
+        # 1.x says in its answer whether a run began; older agents leave it to a guess.
+        told = self.profile.dispositions
+        runs = True if told else await self._starts_run(text)
         started = streaming_behavior is None and self.state.prompt_sent()
         if started:
             await self._emit_change(RunChange.STARTED)
         command = Prompt(
             message=text, images=list(images) or None, streamingBehavior=streaming_behavior
         )
+        # An extension command answers only when its handler is done: no limit (where
+        # the agent tells, any `/name` may be one).
+        unlimited = not runs or (told and text.startswith("/"))
         try:
-            # An extension command answers only when its handler is done: no limit.
-            response = await self.request(command, limit=None if runs else math.inf, check=False)
+            response = await self.request(
+                command, limit=math.inf if unlimited else None, check=False
+            )
         except RpcError:
             if started:
                 await self._emit_change(self.state.prompt_answered(False))
             raise
+        said = self._told(response)
+        if said is not None:
+            runs = said == "started"  # "handled": no run, no agent_settled to wait for
         if started:
             await self._emit_change(self.state.prompt_answered(response.success, runs))
         if not response.success:
@@ -251,14 +268,30 @@ class AgentClient:
         return response
 
     async def steer(self, text: str, images: Sequence[ImageContent] = ()) -> Response:
+        """Into the running run; `disposition(answer)` says, where the agent tells,
+        whether it waits in the queue or was dealt with at once ("handled")."""
         if not self.profile.native_queue:
             return await self._legacy.send("steer", text, images)
-        return await self.request(Steer(message=text, images=list(images) or None))
+        answer = await self.request(Steer(message=text, images=list(images) or None))
+        self._told(answer)
+        return answer
 
     async def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> Response:
         if not self.profile.native_queue:
             return await self._legacy.send("follow_up", text, images)
-        return await self.request(FollowUp(message=text, images=list(images) or None))
+        answer = await self.request(FollowUp(message=text, images=list(images) or None))
+        self._told(answer)
+        return answer
+
+    def _told(self, answer: Response) -> Disposition | None:
+        """The answer's disposition; one at all shows a 1.x agent (profile.refine)."""
+        said = disposition(answer)
+        if said is not None:
+            self._refine(shows_1x=True)
+        return said
+
+    def _refine(self, shows_1x: bool) -> None:
+        self.profile = self.state.profile = refine(self.profile, shows_1x)
 
     async def abort(self) -> None:
         """Stop the run. Pending dialogs are cancelled in the same breath: with one
@@ -357,6 +390,8 @@ class AgentClient:
             return
         if isinstance(decoded, ErrorEvent) and self._requests.probe_answered_by_error():
             return
+        if isinstance(decoded, AgentSettled | ToolExecutionEnd) and self.profile is EARENDIL:
+            self._refine(shows_1x=_has_1x_fields(decoded))
         change = self.state.apply(decoded, self._clock())
         if change is RunChange.STARTED:
             await self._emit(RunStarted())  # before the event that started the run
@@ -394,3 +429,9 @@ class AgentClient:
         # Nobody listening any more is fine: the state is still kept.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._send.send(item)
+
+
+def _has_1x_fields(event: AgentSettled | ToolExecutionEnd) -> bool:
+    if isinstance(event, AgentSettled):
+        return event.aborted is not None
+    return event.durationMs is not None

@@ -49,9 +49,11 @@ class AgentEnd(Wire):
 
 
 class AgentSettled(Wire):
-    """0.87.1 and atomic: the run is over, no retry or queued message pending."""
+    """0.87.1 and atomic: the run is over, no retry or queued message pending.
+    `aborted` (1.x): whether it was stopped (an abort was asked for during it)."""
 
     type: Literal["agent_settled"]
+    aborted: bool | None = None
 
 
 class TurnStart(Wire):
@@ -123,6 +125,7 @@ class ToolExecutionEnd(Wire):
     result: ToolResult | str | None = None  # legacy agents may send an error string
     isError: bool = False
     parentToolCallId: str | None = None
+    durationMs: float | None = None  # 1.x: how long the tool ran, measured by the agent
 
 
 class BashExecutionUpdate(Wire):

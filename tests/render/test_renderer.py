@@ -52,11 +52,11 @@ from bridge.rpc.events import (
     UnknownEvent,
 )
 from bridge.rpc.framing import OversizedRecord
-from bridge.rpc.profile import ATOMIC, EARENDIL, LEGACY, PI
+from bridge.rpc.profile import ATOMIC, EARENDIL, EARENDIL_1, LEGACY, PI
 from bridge.rpc.signals import AgentGone, DialogExpired, OrphanResponse, RunEnded, RunStarted
 from bridge.rpc.state import PendingDialog, Phase, RunChange, RunState
 from bridge.rpc.ui import DIALOG_METHODS, SelectRequest
-from tests.support.paths import TRANSCRIPTS
+from tests.support.paths import TRANSCRIPTS, transcript_dir
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -66,7 +66,13 @@ if TYPE_CHECKING:
     from bridge.rpc.agent_event import AgentEvent
     from bridge.rpc.profile import Profile
 
-PROFILES: dict[str, Profile] = {"v0731": PI, "e0871": EARENDIL, "atomic": ATOMIC, "o0132": LEGACY}
+PROFILES: dict[str, Profile] = {
+    "v0731": PI,
+    "e0871": EARENDIL,
+    "atomic": ATOMIC,
+    "o0132": LEGACY,
+    "p152": EARENDIL_1,
+}
 LIMITS = PlatformLimits()
 FINAL_STATUS = ("✅ done", "⚠️ failed", "⏹ stopped", "⚠️ interrupted")
 
@@ -245,7 +251,7 @@ def one_run(session: Session, *events: AgentEvent) -> None:
 def transcripts(*folders: str) -> list[Path]:
     if not TRANSCRIPTS.is_dir():
         return []
-    return sorted(p for f in folders for p in (TRANSCRIPTS / f).glob("*.stdout.jsonl"))
+    return sorted(p for f in folders for p in transcript_dir(f).glob("*.stdout.jsonl"))
 
 
 def records(path: Path) -> list[AgentEvent]:
@@ -309,7 +315,7 @@ def shown_texts(chat: Chat) -> list[str]:
     return ["".join(chunks) for chunks in by_message.values()]
 
 
-REPLAYED = transcripts("v0731", "e0871", "atomic", "o0132")
+REPLAYED = transcripts("v0731", "e0871", "atomic", "o0132", "p152")
 needs_transcripts = pytest.mark.skipif(not REPLAYED, reason=f"no transcripts at {TRANSCRIPTS}")
 
 
@@ -333,7 +339,12 @@ def test_a_replayed_transcript_leaves_every_run_status_finished_without_buttons(
     "path",
     # o_abort_and_busy: the legacy agent runs two prompts at once, interleaving their
     # text; the client queues for it, so the renderer never sees that stream.
-    [p for p in REPLAYED if p.name != "o_abort_and_busy.stdout.jsonl"],
+    # k_term_run: ended mid-answer, so no message_end; what streamed stays shown.
+    [
+        p
+        for p in REPLAYED
+        if p.name not in ("o_abort_and_busy.stdout.jsonl", "k_term_run.stdout.jsonl")
+    ],
     ids=_id,
 )
 def test_a_replayed_transcript_shows_each_assistant_text_as_the_agent_ended_it(
@@ -390,6 +401,13 @@ RUN_OUTCOMES = [
     ("e0871", "x2_retry_giveup", ["⚠️ failed · "]),
     ("atomic", "f2_abort_tool", ["⏹ stopped · "]),
     ("o0132", "o_b_bash", ["✅ done · "]),
+    ("p152", "a_plain", ["✅ done · "]),
+    ("p152", "b_bash", ["✅ done · "]),
+    ("p152", "d1_steer_tool", ["✅ done · "]),
+    ("p152", "e1_follow_up", ["✅ done · "]),
+    ("p152", "f1_abort_text", ["⏹ stopped · "]),
+    ("p152", "f2_abort_tool", ["⏹ stopped · "]),
+    ("p152", "k_term_run", ["⚠️ interrupted · "]),
 ]
 
 
@@ -400,7 +418,7 @@ RUN_OUTCOMES = [
 def test_a_replayed_run_ends_done_failed_stopped_or_interrupted_as_it_did(
     folder: str, name: str, outcomes: list[str]
 ) -> None:
-    path = TRANSCRIPTS / folder / f"{name}.stdout.jsonl"
+    path = transcript_dir(folder) / f"{name}.stdout.jsonl"
     if not path.exists():
         pytest.skip(f"transcript {path} is missing")
     chat = replay(path).chat

@@ -1,4 +1,4 @@
-"""The RPC client against the real pi agents (0.73.1 and 0.87.1) and a scripted LLM.
+"""The RPC client against the real pi agents (0.73.1, 0.87.1, 1.5.2) and a scripted LLM.
 
 Each test starts a real agent process in a temporary workspace, points it at the
 fake LLM on 127.0.0.1 and checks what a bridge depends on: answers stream,
@@ -31,7 +31,7 @@ from bridge.rpc.events import (
     ToolExecutionUpdate,
 )
 from bridge.rpc.process import AgentSpec
-from bridge.rpc.profile import EARENDIL, PI
+from bridge.rpc.profile import EARENDIL, EARENDIL_1, PI
 from bridge.rpc.signals import RunEnded, RunStarted
 from bridge.rpc.ui import SelectRequest
 from tests.support.agent_session import running, spec_for
@@ -46,7 +46,9 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 
-PROFILES = {"0.73.1": PI, "0.87.1": EARENDIL}
+# The profile found at start; 1.5.2 shows it is 1.x with its first prompt's answer.
+PROFILES = {"0.73.1": PI, "0.87.1": EARENDIL, "1.5.2": EARENDIL}
+AFTER_A_RUN = {**PROFILES, "1.5.2": EARENDIL_1}
 # A 4x4 PNG (the one the recorded i_image transcript used).
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR4nGP4z8AARwzEcQCukw/"
@@ -73,6 +75,7 @@ async def test_a_plain_prompt_streams_its_answer_and_ends_the_run(
         assert rec.text() == "Hello there, friend."
         assert not agent.state.busy
         assert len(rec.of(RunStarted)) == 1
+        assert agent.profile == AFTER_A_RUN[version]
 
 
 async def test_a_bash_tool_reports_cumulative_progress_and_its_result(

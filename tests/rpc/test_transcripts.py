@@ -1,7 +1,8 @@
 """Every record the real agents wrote, and every line written to them, decodes.
 
 The transcripts in ../shared/protocol/transcripts are the raw stdout and stdin bytes
-of pi 0.73.1 (v0731), 0.87.1 (e0871), the atomic fork and the legacy 0.13.2 (o0132).
+of pi 0.73.1 (v0731), 0.87.1 (e0871), the atomic fork and the legacy 0.13.2 (o0132);
+the project's own recordings of 1.5.2 (p152) are in tests/fixtures/transcripts.
 Each stdout line must decode to a known type (`UnknownEvent` / `OtherUIRequest` only
 for types the protocol documents never name), `LineSplitter` must frame each file the
 same whatever chunks it arrives in, and each stdin line must be a command model that
@@ -24,12 +25,12 @@ from bridge.rpc.decode import MalformedRecord, decode_record
 from bridge.rpc.events import KNOWN_TYPES, UnknownEvent
 from bridge.rpc.framing import LineSplitter, OversizedRecord
 from bridge.rpc.ui import OtherUIRequest
-from tests.support.paths import PROTOCOL, TRANSCRIPTS
+from tests.support.paths import PROTOCOL, TRANSCRIPTS, transcript_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-FOLDERS = ("atomic", "e0871", "o0132", "v0731")
+FOLDERS = ("atomic", "e0871", "o0132", "v0731", "p152")
 
 if not TRANSCRIPTS.is_dir():
     pytest.skip(
@@ -39,11 +40,11 @@ if not TRANSCRIPTS.is_dir():
 
 
 def transcript_files(suffix: str) -> list[Path]:
-    return sorted(p for folder in FOLDERS for p in (TRANSCRIPTS / folder).glob(f"*{suffix}"))
+    return sorted(p for folder in FOLDERS for p in transcript_dir(folder).glob(f"*{suffix}"))
 
 
 def name_of(path: Path) -> str:
-    return path.relative_to(TRANSCRIPTS).as_posix()
+    return f"{path.parent.name}/{path.name}"
 
 
 def scenario_of(path: Path) -> str:
@@ -84,8 +85,8 @@ def lines_of(data: bytes) -> list[bytes]:
 
 def test_every_agent_folder_has_recorded_transcripts() -> None:
     for folder in FOLDERS:
-        assert list((TRANSCRIPTS / folder).glob("*.stdout.jsonl")), folder
-        assert list((TRANSCRIPTS / folder).glob("*.stdin.jsonl")), folder
+        assert list(transcript_dir(folder).glob("*.stdout.jsonl")), folder
+        assert list(transcript_dir(folder).glob("*.stdin.jsonl")), folder
 
 
 @pytest.mark.parametrize("path", STDOUT, ids=name_of)
@@ -170,6 +171,11 @@ DELIBERATELY_BAD: dict[str, dict[bytes, str]] = {
         b'{"type":"prompt","id":"p-nomsg"}': "a prompt without message",
     },
     "j2_null": {b"null": "a bare null (crashes 0.73.1 and 0.87.1)"},
+    "j_bad_input": {  # p152
+        b"this is not json": "not JSON",
+        b'{"type": "no_such_command", "id": "req-1"}': "unknown command type",
+        b'{"type": "prompt", "id": "req-2"}': "a prompt without message",
+    },
     "o_invalid_unicode": {
         b"this is not json": "not JSON",
         b'{"type":"bogus_command","id":"u1"}': "unknown command type",

@@ -24,12 +24,12 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-AGENT_VERSIONS = ("0.73.1", "0.87.1")  # the current RPC protocol
+AGENT_VERSIONS = ("0.73.1", "0.87.1", "1.5.2")  # the current RPC protocol
 LEGACY_VERSION = "0.13.2"  # the old protocol: prompt/abort/compact only, no responses
 DEFAULT_VERSION = "0.73.1"
 ALL_VERSIONS = (*AGENT_VERSIONS, LEGACY_VERSION)
-# The containment tests (tests/containment/test_tool_reach.py) also hold on the newest agent.
-CONTAINMENT_VERSIONS = (*AGENT_VERSIONS, "1.5.2")
+# The containment tests (tests/containment/test_tool_reach.py) hold on every pinned agent.
+CONTAINMENT_VERSIONS = AGENT_VERSIONS
 
 PACKAGES = {
     "0.73.1": "@mariozechner/pi-coding-agent",

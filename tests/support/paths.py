@@ -11,3 +11,11 @@ REPO = TESTS.parent
 PROTOCOL = REPO.parent / "shared" / "protocol"
 TRANSCRIPTS = PROTOCOL / "transcripts"
 EXTENSIONS = SUPPORT / "extensions"
+# Recordings the project makes itself (tests/support/record_transcripts.py): pi 1.5.2.
+FIXTURE_TRANSCRIPTS = TESTS / "fixtures" / "transcripts"
+
+
+def transcript_dir(folder: str) -> Path:
+    """A folder of recordings: the project's own (`p152`), else the shared ones."""
+    own = FIXTURE_TRANSCRIPTS / folder
+    return own if own.is_dir() else TRANSCRIPTS / folder
