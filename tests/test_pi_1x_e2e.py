@@ -30,7 +30,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 NEWEST = "1.5.2"
 NOTES = str(EXTENSIONS / "input-notes.ts")
 CONTEXT = re.compile(r"^context \d+(\.\d)?k? / 128k \(\d+ %\)$", re.MULTILINE)
-SPENT = re.compile(r" · \d+(\.\d)?k? tokens · context \d+ %$")
+SPENT = re.compile(
+    r" · \d+(\.\d)?k? tokens · \$\d+\.\d\d · context \d+ %$"
+)  # the fake model is priced
 
 
 def bridge_options(home: AgentHome, version: str, tmp_path: Path, *extra: str) -> BridgeOptions:

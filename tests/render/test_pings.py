@@ -106,7 +106,8 @@ def test_in_a_long_run_only_the_question_and_the_end_ping_and_everything_else_is
     assert pinging == [("dialog:req-1", ALICE), ("ping:1", ALICE)]
     [end] = [s for s in sends if s.slot == "ping:1"]
     assert end.text.startswith("✅ done · ")
-    assert end.text.endswith("1 tool: All listed.")
+    assert " · 1 tool" in end.text  # the final line, then the answer's first line
+    assert end.text.endswith(": All listed.")
     assert {s.slot.split(":")[0] for s in sends} >= {"status", "tool", "text", "dialog"}
 
 

@@ -71,7 +71,7 @@ async def test_a_tool_that_runs_tools_reports_each_call_with_its_parent(
     order = [e.toolCallId for e in rec.of(ToolExecutionEnd)]
     assert order.index("call_fan/1/1") < order.index("call_fan/1") < order.index("call_fan")
     # 1.x times each call itself (a field the bridge reads when it is there).
-    assert all(isinstance(getattr(e, "durationMs", None), int) for e in ends.values())
+    assert all(e.durationMs is not None and e.durationMs >= 0 for e in ends.values())
 
 
 MCP_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_stdio_server.py"

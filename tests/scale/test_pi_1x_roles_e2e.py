@@ -38,7 +38,7 @@ pytestmark = [
 ]
 
 NEWEST = "1.5.2"
-SPENT = re.compile(r"✅ done · .* · \d+(\.\d)?k? tokens · context \d+ %")
+SPENT = re.compile(r"✅ done · .* · \d+(\.\d)?k? tokens · \$\d+\.\d\d · context \d+ %")
 
 
 async def test_the_final_line_and_a_handled_message_through_frontend_and_worker(
