@@ -330,7 +330,7 @@ class ConsoleAdapter:
     def _rendered(self, markdown: str) -> Text:
         """`markdown` as rich renders it, as styled lines of the terminal's width."""
         options = self.console.options.update(width=max(20, self.console.width))
-        rendered = Markdown(markdown, code_theme=CODE_THEME, hyperlinks=False)
+        rendered = Markdown(hard_breaks(markdown), code_theme=CODE_THEME, hyperlinks=False)
         lines = self.console.render_lines(rendered, options, pad=False)
         return Text("\n").join(_line(line) for line in lines)
 
@@ -385,3 +385,17 @@ async def chat(
         inbound = adapter.inbound(line, f"{run_id}-{next(numbers)}")
         if inbound is not None:
             await handle(inbound)
+
+
+def hard_breaks(markdown: str) -> str:
+    """`markdown` with each line break kept, as chats show the renderer's Markdown
+    (Telegram, Slack and Discord break lines where the text does; CommonMark joins
+    lines of a paragraph, which ran /help into one block). Code fences are left as
+    they are: their lines are kept anyway."""
+    lines, fenced = markdown.split("\n"), False
+    for n, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and line.strip():
+            lines[n] = line + "  "  # CommonMark's hard break: two spaces at the line's end
+    return "\n".join(lines)
