@@ -56,6 +56,10 @@ class Worker:
         self._leases = Leases(client, prefix)
         self.bridges: list[Bridge] = []  # one per platform, set before `run`
         self.owned: dict[str, Owned] = {}
+        # Being claimed now: the claims, stale claims and takeover loops may each come
+        # to one key, and a claim waits on Redis and the agent's start between its check
+        # of `owned` and its entry there.
+        self._claiming: set[str] = set()
         self.claiming = True
         self.inbounds = Inbounds(client, prefix, settings.holder, stats, self._leases, self)
 
@@ -133,6 +137,15 @@ class Worker:
                 await self.redis_failed("reading claims", exc)
 
     async def _claim(self, key: str, *, lapsed: bool = False) -> None:
+        if key in self._claiming:
+            return
+        self._claiming.add(key)
+        try:
+            await self._claim_one(key, lapsed=lapsed)
+        finally:
+            self._claiming.discard(key)
+
+    async def _claim_one(self, key: str, *, lapsed: bool) -> None:
         bridge = self.bridge_for(key)
         # Not while draining: a conversation taken over could not start here.
         if (
