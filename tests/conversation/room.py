@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 STANDIN = Path(__file__).with_name("standin_pi.py")
 END = "END"  # a steer that makes the stand-in end its run (standin_pi.py)
-WAIT = 60.0  # generous: a busy CI machine runs three test workers on two cores
+WAIT = 60.0  # generous: real agents start slowly on a busy two-core CI machine
 
 
 @dataclass

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tests.support.agents import AgentHome
 
 T = TypeVar("T")
-WAIT = 60.0  # generous: a busy CI machine runs three test workers on two cores
+WAIT = 60.0  # generous: real agents start slowly on a busy two-core CI machine
 
 
 class Recorder:

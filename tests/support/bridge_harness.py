@@ -31,7 +31,7 @@ KEY = "test:1"
 CHAT = ChatRef("1")
 OWNER = Sender("42", "alice")
 STRANGER = Sender("7", "mallory")
-WAIT = 60.0  # generous: a busy CI machine runs three test workers on two cores
+WAIT = 60.0  # generous: real agents start slowly on a busy two-core CI machine
 # Fast platform: tests watch behaviour, not pacing (the outbox has its own tests).
 LIMITS = PlatformLimits(edit_interval=0.2, chat_rate=100.0, global_rate=1000.0)
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from bridge.platform import Adapter
     from tests.support.fake_discord import Channel, Message
 
-WAIT = 60.0  # generous: a busy CI machine runs three test workers on two cores
+WAIT = 60.0  # generous: real agents start slowly on a busy two-core CI machine
 GUILD_READY = 0.05  # s discord.py waits after the last GUILD_CREATE (2 s by default)
 
 

@@ -54,7 +54,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 LIMITS = PlatformLimits(
     max_text=12_000, max_button_data=2_000, edit_interval=0.2, chat_rate=100.0, global_rate=1000.0
 )
-WAIT = 60.0  # generous: a busy CI machine runs three test workers on two cores
+WAIT = 60.0  # generous: real agents start slowly on a busy two-core CI machine
 BOB = "U0BOB"  # allowed in, but neither the thread's starter nor an approver
 CAROL = "U0CAROL"  # in the user group LEADS, which approves
 LEADS = "S0LEADS"

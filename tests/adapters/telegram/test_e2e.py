@@ -50,7 +50,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.agent]
 
 CHAT = 42  # Alice's private chat (Alice is the harness's OWNER, id 42)
 FORUM, TOPIC = -1005678, 3  # a forum supergroup and one of its topics
-WAIT = 60.0  # generous: a busy CI machine runs three test workers on two cores
+WAIT = 60.0  # generous: real agents start slowly on a busy two-core CI machine
 # A one-pixel PNG (the fake LLM counts images, it does not decode them).
 PNG_PIXEL = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
