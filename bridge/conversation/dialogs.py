@@ -220,8 +220,11 @@ async def dead_press(
     `key`'s own dialog from before a restart, which no agent `awaited` any more, is
     retired in the store here; another conversation's is not the presser's to end.
     """
-    services.outbox.submit(key, chat, [AnswerPress(press.press_id, NO_LONGER_ACTIVE)])
-    record = await services.store.get_dialog(press.token)
-    if record is None or record.key != key or awaited(record.request_id):
-        return
-    await services.store.take_dialog(record.request_id, key)
+    # Retired before the answer goes out, so that once the presser sees "no longer
+    # active" the store agrees (a second press finds nothing to retire).
+    try:
+        record = await services.store.get_dialog(press.token)
+        if record is not None and record.key == key and not awaited(record.request_id):
+            await services.store.take_dialog(record.request_id, key)
+    finally:
+        services.outbox.submit(key, chat, [AnswerPress(press.press_id, NO_LONGER_ACTIVE)])

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 Json = dict[str, Any]
-WAIT = 10.0  # s a helper waits for the bot by default
+WAIT = 60.0  # s a helper waits for the bot by default: generous, a loaded 2-core CI machine
 LINK_LIFE = 24 * 3600  # s an attachment URL stays valid (the fake's figure)
 _SIGNING_KEY = b"fake-discord-cdn"
 

@@ -53,7 +53,7 @@ MAX_TEXT = 4096
 CLOUD_FILE_MAX = 20 * 2**20  # getFile refuses bigger files ("file is too big")
 PHOTO_MAX = 10 * 2**20  # sendPhoto's limit (core.telegram.org/bots/api#sendphoto)
 MAX_CALLBACK_DATA = 64
-WAIT = 10.0
+WAIT = 60.0  # the default wait for the bot: generous, a loaded 2-core CI machine
 # Telegram's flood limits are approximate; the fake catches pacing bugs (edits every
 # 0.2 s), not the scheduling jitter of a client that waits exactly the interval.
 EDIT_INTERVAL = 1.0
