@@ -286,7 +286,7 @@ class AgentLife:
             clock=self.services.clock,
             dialog_timeout=self.services.options.dialog_timeout,
             host=self.hosting.plan if reattach is None else None,
-            reattach=reattach[:2] if reattach is not None else None,
+            reattach=(reattach[0], reattach[1], reattach[3]) if reattach is not None else None,
             profile=reattach[2] if reattach is not None else None,
         )
         try:
@@ -323,6 +323,7 @@ class AgentLife:
                     await self._conversation.on_event(agent, event, self.services.clock())
                     await self._send_files(agent, event)
                     self.hosting.caught_up(agent)
+                    self.hosting.progress(agent, event, tg)
                 except Exception:
                     log.exception("conversation %s: event handling failed", self._conversation.key)
             tg.cancel_scope.cancel()

@@ -128,6 +128,17 @@ class Store(Protocol):
         """The allowance `name` (0 if none was raised)."""
         ...
 
+    # --- what a hosted agent's run has shown (bridge/rpc/shown.py) --------------------
+
+    async def put_shown(self, key: str, snapshot: str) -> None:
+        """Keep the snapshot of what conversation `key`'s running agent has shown
+        (replacing the one before)."""
+        ...
+
+    async def get_shown(self, key: str) -> str | None: ...
+
+    async def drop_shown(self, key: str) -> None: ...
+
 
 def check_ttl(ttl: float) -> None:
     """A dedupe key that is never remembered would silently let every redelivery through."""

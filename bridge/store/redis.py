@@ -16,6 +16,8 @@ Key layout under a configurable prefix (default "pi-bridge:", or `?prefix=` in t
     usage:<scope>:<name>          sorted set of UsageEntry JSON by time, one per
                                   conversation, person and chat
     raise:<name>                  a limit raised for a day: dollars (INCRBYFLOAT), TTL
+    shown:<key>                   string: what the key's hosted agent has shown so far
+                                  (bridge/rpc/shown.py's snapshot)
 
 Multi-key reads and writes are MULTI transactions or Lua scripts, so other replicas never
 see half of them; `take_dialog` is a script, which is what makes exactly one racing
@@ -397,6 +399,18 @@ class RedisStore:
     async def raised(self, name: str) -> float:
         value = await self._redis.get(f"{self._prefix}raise:{name}")
         return 0.0 if value is None else float(value)
+
+    # --- what a hosted agent's run has shown ----------------------------------------------
+
+    async def put_shown(self, key: str, snapshot: str) -> None:
+        await self._redis.set(f"{self._prefix}shown:{key}", snapshot)
+
+    async def get_shown(self, key: str) -> str | None:
+        value = await self._redis.get(f"{self._prefix}shown:{key}")
+        return None if value is None else _text(value)
+
+    async def drop_shown(self, key: str) -> None:
+        await self._redis.delete(f"{self._prefix}shown:{key}")
 
 
 def split_prefix(url: str) -> tuple[str, str | None]:

@@ -701,3 +701,22 @@ async def test_schedules_survive_a_restart(backend: Backend) -> None:
     await backend.store.put_schedule(schedule("a", state="active"))
     again = await backend.open_again()
     assert [s.id for s in await again.schedules()] == ["a"]
+
+
+# --- what a hosted agent's run has shown (bridge/rpc/shown.py) ------------------------------
+
+
+async def test_a_shown_snapshot_is_kept_replaced_and_dropped_per_conversation(
+    backend: Backend,
+) -> None:
+    store = backend.store
+    assert await store.get_shown(KEY) is None
+    await store.put_shown(KEY, "shown 1 4 5 6\n3 {}")
+    await store.put_shown(KEY, 'shown 1 4 5 9\n3 {}\n9 {"a":"é"}')
+    await store.put_shown(OTHER, "other")
+    again = await backend.open_again()  # kept across a restart
+    assert await again.get_shown(KEY) == 'shown 1 4 5 9\n3 {}\n9 {"a":"é"}'
+    await again.drop_shown(KEY)
+    await again.drop_shown("tg:nobody")
+    assert await again.get_shown(KEY) is None
+    assert await again.get_shown(OTHER) == "other"
