@@ -309,7 +309,7 @@ class AgentLife:
 
     async def _pump(self, agent: AgentClient) -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._ticker, agent)
+            tg.start_soon(self._ticker, agent, tg)
             async for event in agent.events:
                 self.services.stats.event(event)
                 try:
@@ -335,11 +335,12 @@ class AgentLife:
         else:  # a file posted before a restart is not posted again by its replay
             self._conversation.submit([op for op in sent if not self.hosting.posted(op)])
 
-    async def _ticker(self, agent: AgentClient) -> None:
+    async def _ticker(self, agent: AgentClient, tg: TaskGroup) -> None:
         while True:
             await anyio.sleep(TICK)
             now = self.services.clock()
             self._conversation.submit(self._conversation.renderer.tick(now))
+            self.hosting.progress(agent, None, tg)  # a snapshot due while the agent is quiet
             await self._enforce_run_time(agent, now)
 
     async def _enforce_run_time(self, agent: AgentClient, now: float) -> None:

@@ -128,6 +128,7 @@ class Hosting:
         self._shown_at: float | None = None
         self._shown_through = 0
         self._shown_busy = False
+        self._shown_soon = False  # a tool started or ended since: due sooner
         self._shown_lock = anyio.Lock()
 
     @property
@@ -183,8 +184,9 @@ class Hosting:
             return None
         return snapshot
 
-    def progress(self, agent: AgentClient, event: AgentEvent, tg: TaskGroup) -> None:
-        """After each record: now and then, what the run has shown goes to the store."""
+    def progress(self, agent: AgentClient, event: AgentEvent | None, tg: TaskGroup) -> None:
+        """After each record (`event`) and at each tick (None): now and then, what the
+        run has shown goes to the store."""
         link = agent.link
         record = self._record
         if not isinstance(link, HostLink) or record is None or self._shown_busy:
@@ -193,15 +195,13 @@ class Hosting:
         if self._shown_at is None:
             self._shown_at = now
             return
-        wait = (
-            SHOWN_AT_TOOL
-            if isinstance(event, ToolExecutionStart | ToolExecutionEnd)
-            else SHOWN_EVERY
-        )
+        if isinstance(event, ToolExecutionStart | ToolExecutionEnd):
+            self._shown_soon = True
+        wait = SHOWN_AT_TOOL if self._shown_soon else SHOWN_EVERY
         seq = link.last_seq
         if seq <= max(self._shown_through, record.applied) or now - self._shown_at < wait:
             return
-        self._shown_at = now
+        self._shown_at, self._shown_soon = now, False
         self._shown_busy = True
         address = link.address
         snapshot = Snapshot(address.pid, address.started, seq, link.shown.records(record.applied))
