@@ -240,6 +240,10 @@ class Hosting:
         waiting = agent.events.statistics().current_buffer_used
         done = not isinstance(link, HostLink) or (link.last_seq >= link.replay_end and not waiting)
         if done or self.services.clock() - self._held_since > HOLD_LIMIT:
+            # What the pace held back of the replay shows at once: else the chat would
+            # show less than before the restart until the next tick.
+            renderer = self._conversation.renderer
+            self._held += renderer.tick(self.services.clock(), force=True)
             self._release()
 
     def _release(self) -> None:
