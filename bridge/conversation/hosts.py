@@ -264,6 +264,7 @@ class Hosting:
         known = self._record
         if known is not None and address_of(known) == link.address:
             return
+        self._shown_at, self._shown_through = None, 0  # a new host numbers from 1
         counts = self._conversation.renderer.counts
         chat = self._conversation.chat
         record = HostRecord(
