@@ -14,7 +14,9 @@ client's run state, exactly where the whole records would:
 - a tool's `tool_execution_update`s (their `partialResult` is cumulative) are its last
   one, and none once the tool has ended (its end carries the result).
 
-Any other record is kept as it came, and so is one that does not parse. Each entry
+Any other record is kept as it came, and so is one that does not parse. (A record the
+client refuses, e.g. one that breaks the schema, may still be folded: only the agent's
+own chat can show the difference, after a take-back.) Each entry
 keeps the sequence number of the last record folded into it, so entries up to a new
 `applied` can be forgotten. `encode`/`decode` give the text a store keeps
 (`Snapshot`): the host it is of, the last record it covers, then the entries. Pure:
@@ -30,6 +32,34 @@ from typing import Any
 
 _TYPE = re.compile(rb'^\{\s*"type"\s*:\s*"([a-z_]+)"')
 _SHOWN_STEPS = frozenset({"text_delta", "text_end"})
+# The common case, a text delta as 0.87.1 and 1.x write it (the step last, nothing after
+# it): its block and delta are read without parsing the whole record. Anything else,
+# or a `"message"` before it, is parsed. (A bare `"` never occurs inside a JSON string,
+# so the last `,"delta":"` is the key's.)
+_STEP = b'"assistantMessageEvent":{"type":"text_delta","contentIndex":'
+_DELTA_KEY = b',"delta":'
+_ESCAPED = re.compile(rb'[\x00-\x1f"\\]')  # what a JSON string holds only escaped
+
+
+def quick_delta(record: bytes) -> tuple[int, str] | None:
+    """(contentIndex, delta) of a text delta in the common shape; None otherwise."""
+    if not record.endswith(b'"}}'):
+        return None
+    key = record.rfind(_DELTA_KEY)
+    step = record.rfind(_STEP, 0, key)
+    if key < 0 or step < 0 or b'"message"' in record[:step]:
+        return None
+    index = record[step + len(_STEP) : key]
+    if not index.isdigit():
+        return None
+    literal = record[key + len(_DELTA_KEY) : -2]
+    try:
+        if literal.startswith(b'"') and not _ESCAPED.search(literal, 1, len(literal) - 1):
+            return int(index), literal[1:-1].decode()  # nothing escaped: as it is
+        delta = json.loads(literal)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return (int(index), delta) if isinstance(delta, str) else None
 
 
 def kind(record: bytes) -> bytes:
@@ -92,12 +122,18 @@ class Shown:
         return self.entries[-1] if self.entries else None
 
     def _message_update(self, seq: int, record: bytes) -> None:
+        last = self._last()
+        if last is not None and last.key is not None and last.key[0] == "delta":
+            found = quick_delta(record)
+            if found is not None and last.key == ("delta", found[0]):
+                last.seq, last.data = seq, None
+                last.parts.append(found[1])
+                return
         value = _parse(record)
         step = value.get("assistantMessageEvent") if value is not None else None
         if value is None or not isinstance(step, dict):
             self.entries.append(Entry(seq, record))
             return
-        last = self._last()
         if value.get("message") is not None:  # 0.73.1: the whole message so far
             if last is not None and last.key == ("whole", None):
                 last.seq, last.data = seq, record

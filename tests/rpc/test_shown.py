@@ -32,10 +32,18 @@ def rec(**fields: Any) -> bytes:
 
 
 def delta(text: str, index: int | None = 0, kind: str = "text_delta") -> bytes:
-    step: dict[str, Any] = {"type": kind, "delta": text}
+    """As 0.87.1 and 1.x write it (the fold reads these without parsing them)."""
+    step: dict[str, Any] = {"type": kind}
     if index is not None:
         step["contentIndex"] = index
-    return rec(type="message_update", assistantMessageEvent=step)
+    step["delta"] = text
+    return rec(type="message_update", usage={"input": 1}, assistantMessageEvent=step)
+
+
+def delta_other_order(text: str) -> bytes:
+    """The same fields in another order: parsed whole."""
+    step = {"delta": text, "type": "text_delta", "contentIndex": 0}
+    return rec(type="message_update", assistantMessageEvent=step, usage={"input": 1})
 
 
 def whole(text: str) -> bytes:
@@ -72,6 +80,16 @@ def deltas_of(records: list[bytes]) -> list[str | None]:
     [
         # Deltas of one block in a row become one, with the text joined.
         ([START, delta("a"), delta("b"), delta("c"), END], [START, delta("abc"), END]),
+        # Quotes, backslashes and escapes in the deltas come through as they were.
+        (
+            [START, delta('a"b'), delta("c\\d\u2028"), delta("é\n")],
+            [START, delta('a"bc\\d\u2028é\n'), ],
+        ),
+        # Fields in another order, or a message before the step: read by parsing.
+        (
+            [START, delta("a"), delta_other_order("b"), delta("c")],
+            [START, delta("abc")],
+        ),
         # A thinking delta inside the message goes; the text around it still joins.
         ([START, delta("a"), THINK, delta("b"), END], [START, delta("ab"), END]),
         # Another block's deltas do not join this one's.
