@@ -211,7 +211,11 @@ class Hosting:
         key = self._conversation.key
         try:
             async with self._shown_lock:
-                await self.services.store.put_shown(key, snapshot.encode())
+                host = f"{snapshot.pid}:{snapshot.started}"
+                through = snapshot.through
+                text = snapshot.encode()
+                if not await self.services.store.put_shown(key, text, host=host, through=through):
+                    return  # another owner has kept more since: this one is fenced off
                 self._shown_through = snapshot.through
         except Exception:
             # Not kept: the host keeps the records, and the next snapshot tries again.

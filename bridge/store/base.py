@@ -130,9 +130,11 @@ class Store(Protocol):
 
     # --- what a hosted agent's run has shown (bridge/rpc/shown.py) --------------------
 
-    async def put_shown(self, key: str, snapshot: str) -> None:
-        """Keep the snapshot of what conversation `key`'s running agent has shown
-        (replacing the one before)."""
+    async def put_shown(self, key: str, snapshot: str, *, host: str, through: int) -> bool:
+        """Keep the snapshot of what conversation `key`'s running agent (under `host`)
+        has shown up to its record `through`, replacing the one before, unless that one
+        is of the same host and covers more (a late write of an owner fenced off since):
+        then False, and nothing changed."""
         ...
 
     async def get_shown(self, key: str) -> str | None: ...

@@ -99,6 +99,8 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE shown (
         key TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        through INTEGER NOT NULL,
         snapshot TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
@@ -417,15 +419,18 @@ class SqliteStore:
 
     # --- what a hosted agent's run has shown ----------------------------------------------
 
-    async def put_shown(self, key: str, snapshot: str) -> None:
-        def put(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO shown (key, snapshot) VALUES (?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET snapshot = excluded.snapshot",
-                (key, snapshot),
+    async def put_shown(self, key: str, snapshot: str, *, host: str, through: int) -> bool:
+        def put(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "INSERT INTO shown (key, host, through, snapshot) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET host = excluded.host,"
+                " through = excluded.through, snapshot = excluded.snapshot"
+                " WHERE NOT (shown.host = excluded.host AND shown.through > excluded.through)",
+                (key, host, through, snapshot),
             )
+            return cursor.rowcount > 0
 
-        await self._run(put)
+        return await self._run(put)
 
     async def get_shown(self, key: str) -> str | None:
         def get(conn: sqlite3.Connection) -> str | None:

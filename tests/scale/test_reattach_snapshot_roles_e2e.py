@@ -78,7 +78,7 @@ async def snapshot_with(client: aioredis.Redis, key: str, text: bytes) -> Snapsh
     """The snapshot Redis holds of `key`, once one covers `text`."""
     with anyio.fail_after(WAIT):
         while True:
-            stored = str(await client.get(f"pi-bridge:shown:{key}") or "") or None
+            stored = str(await client.hget(f"pi-bridge:shown:{key}", "snapshot") or "") or None
             snapshot = Snapshot.decode(stored) if stored is not None else None
             if snapshot is not None and any(text in data for _, data in snapshot.records):
                 return snapshot
