@@ -339,12 +339,13 @@ class Hosting:
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await link.ack(seq)
 
-    async def _drop_shown(self, through: int) -> None:
+    async def _drop_shown(self, through: int | None) -> None:
         """The stored snapshot, once it covers nothing after `through` (a snapshot that
-        covers more is kept: the host may have forgotten what it covers)."""
+        covers more is kept: the host may have forgotten what it covers; None: the
+        host is gone, it goes whatever it covers)."""
         with contextlib.suppress(Exception):  # left: ignored, as covering nothing new
             async with self._shown_lock:
-                if self._shown_through <= through:
+                if through is None or self._shown_through <= through:
                     await self.services.store.drop_shown(self._conversation.key)
 
     async def gone(self) -> None:
@@ -354,7 +355,7 @@ class Hosting:
         if record is not None:
             remove_stale(address_of(record))
             await self._conversation.save(host=None)
-            await self._drop_shown(record.applied)
+            await self._drop_shown(None)
 
     async def _update(self, **changes: object) -> None:
         record = self._record
