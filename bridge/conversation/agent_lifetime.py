@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LEAVING_LIMIT = 2.0  # s for the last snapshot of a run as the bridge detaches
 TICK = 0.25  # renderer flushes throttled text; well under any platform's edit interval
 KILL_AFTER_ABORT = 15.0  # a run past max_run_time that ignores abort is killed
 # Restart back-off: an agent that dies this soon after starting counts as a crash loop.
@@ -146,6 +147,8 @@ class AgentLife:
         as `reap`."""
         agent = self.agent
         if agent is not None and self.hosting.plan is not None:
+            with anyio.move_on_after(LEAVING_LIMIT):  # a store that hangs delays no stop
+                await self.hosting.leaving(agent)
             agent.detach()
             self.detaching = True
         await self.reap()

@@ -203,9 +203,23 @@ class Hosting:
             return
         self._shown_at, self._shown_soon = now, False
         self._shown_busy = True
+        tg.start_soon(self._keep_shown, link, self._snapshot_now(link, record))
+
+    async def leaving(self, agent: AgentClient) -> None:
+        """The bridge detaches: a last snapshot, so the next one replays only what the
+        agent writes meanwhile."""
+        link = agent.link
+        record = self._record
+        if not isinstance(link, HostLink) or record is None:
+            return
+        if link.last_seq > max(self._shown_through, record.applied):
+            self._shown_busy = True
+            await self._keep_shown(link, self._snapshot_now(link, record))
+
+    def _snapshot_now(self, link: HostLink, record: HostRecord) -> Snapshot:
         address = link.address
-        snapshot = Snapshot(address.pid, address.started, seq, link.shown.records(record.applied))
-        tg.start_soon(self._keep_shown, link, snapshot)
+        records = link.shown.records(record.applied)
+        return Snapshot(address.pid, address.started, link.last_seq, records)
 
     async def _keep_shown(self, link: HostLink, snapshot: Snapshot) -> None:
         key = self._conversation.key
