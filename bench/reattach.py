@@ -16,7 +16,9 @@ figures in docs/performance.md, "Agent hosts (reattach)"):
    delta its agent wrote before reattaching; `marks=1` stamps every delta).
 3. **bridge**: the same through a whole `Bridge` with `on_stop="detach"`: 50
    conversations stream, the bridge detaches, 1 s later a new one takes them back;
-   timed to each chat's first platform call. See `bench/reattach_bridge.py`.
+   timed to each chat's first platform call and to its catching up, for runs 10 s and
+   3 min old (`--ages`; `--snapshots off` as before issue 34, each run replayed from
+   its start). See `bench/reattach_bridge.py`.
 
 No host or stand-in is left behind, even on an error: every client is closed, each
 host this run started (its socket in this run's temporary folder) gets SIGTERM if still
@@ -24,7 +26,8 @@ there, and part 3 checks for every process naming its own temporary folder.
 
 Run from the repository root: `.venv/bin/python -m bench.reattach` (or
 `.venv/bin/python bench/reattach.py`) `[--deltas N] [--rate R] [--runs N]
-[--agents N] [--stream-rate R] [--away S] [--lead S] [--only relay,reattach,bridge]`.
+[--agents N] [--stream-rate R] [--away S] [--lead S] [--ages A,B] [--snapshots on|off]
+[--only relay,reattach,bridge]`.
 """
 
 from __future__ import annotations
@@ -376,7 +379,11 @@ async def run(args: argparse.Namespace) -> None:
             if left:
                 print(f"   (ended {len(left)} hosts left running: {left})")
     if "bridge" in phases:
-        await measure_bridge(args.agents, args.stream_rate, args.away, args.lead)
+        ages = tuple(float(a) for a in args.ages.split(","))
+        snapshots = args.snapshots == "on"
+        await measure_bridge(
+            args.agents, args.stream_rate, args.away, args.lead, ages, snapshots=snapshots
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -390,6 +397,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stream-rate", type=float, default=20.0, help="deltas/s each")
     parser.add_argument("--away", type=float, default=1.0, help="seconds detached")
     parser.add_argument("--lead", type=float, default=1.0, help="s attached after all have one")
+    parser.add_argument(
+        "--ages", default="10,180", help="bridge: how old the runs are when taken back, s"
+    )
+    parser.add_argument(
+        "--snapshots", choices=("on", "off"), default="on", help="bridge: off replays runs whole"
+    )
     anyio.run(run, parser.parse_args(argv))
 
 

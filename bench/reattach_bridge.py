@@ -14,6 +14,15 @@ is left (it detaches: the agents keep streaming), `away` seconds pass, then a ne
 and replays each run through its conversation's renderer, from the run's start (a run
 that has not ended counts as not shown yet), what was written meanwhile included.
 
+Runs of several ages (`ages`, seconds): a run `age` s old is a stand-in that wrote
+`age * rate` deltas at once when prompted (`backlog=`), as a run streaming that long
+would have, then goes on at `rate`. The first bridge shows them all, and stays until
+its snapshots of what each run has shown (bridge/rpc/shown.py) have been taken
+(`SHOWN_EVERY` + 1 s after every chat shows its backlog's last delta), so the new
+bridge replays each run from its snapshot plus what followed it (at most `SHOWN_EVERY`
+s of deltas, and the `away` s). With `snapshots=False` none is ever taken (as before
+issue 34): the new bridge replays each run from its start.
+
 Timed from just before the new bridge's `__aenter__` (t0) to each chat's first send or
 edit that the platform accepted after t0, and to its catching up: the first accepted
 call whose text shows the marker of the last delta its agent wrote before t0 (from the
@@ -47,6 +56,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from bench.standin_stream_agent import MARK, read_emits
+from bridge.conversation import hosts
 from bridge.conversation.hosts import stop_all
 from bridge.model import ChatRef, Inbound, MessageRef, Sender
 from bridge.options import AgentOptions, BridgeOptions
@@ -83,12 +93,14 @@ def processes_naming(folder: Path) -> set[int]:
 
 class Watcher(RecordingAdapter):
     """The recording adapter, noting per chat the first accepted send or edit that shows
-    a delta marker, and the first accepted send or edit after `since`."""
+    a delta marker, the highest marker shown before `since`, and the first accepted
+    send or edit after `since`."""
 
     def __init__(self) -> None:
         super().__init__(LIMITS)
         self.since = math.inf
         self.streaming: set[str] = set()  # chats that showed a marker
+        self.top: dict[str, int] = {}  # chat id → the highest marker shown before `since`
         self.first: dict[str, Call] = {}  # chat id → its first call after `since`
 
     def _record(self, call: Call) -> None:
@@ -98,8 +110,26 @@ class Watcher(RecordingAdapter):
         chat = call.chat.chat_id
         if call.at >= self.since:
             self.first.setdefault(chat, call)
-        elif chat not in self.streaming and MARK.search(call.text):
-            self.streaming.add(chat)
+        else:
+            tail = call.text[-200:]  # the newest markers are last
+            marks = [int(m) for m in MARK.findall(tail)]
+            if marks:
+                self.streaming.add(chat)
+                self.top[chat] = max(self.top.get(chat, 0), *marks)
+
+
+class TakenBack(logging.Handler):
+    """The conversations taken back from a snapshot, with the records each one held."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[int] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args
+        if str(record.msg).startswith("%s: taken back from a snapshot") and args:
+            assert isinstance(args, tuple)
+            self.records.append(int(str(args[1])))
 
 
 class Problems(logging.Handler):
@@ -130,15 +160,36 @@ async def settle_processes(folder: Path) -> list[int]:
     return left
 
 
-async def measure_bridge(count: int, rate: float, away: float, lead: float) -> None:
+async def measure_bridge(
+    count: int,
+    rate: float,
+    away: float,
+    lead: float,
+    ages: tuple[float, ...] = (0.0,),
+    *,
+    snapshots: bool = True,
+) -> None:
+    for age in ages:
+        await measure_age(count, rate, away, lead, age, snapshots=snapshots)
+
+
+async def measure_age(
+    count: int, rate: float, away: float, lead: float, age: float, *, snapshots: bool
+) -> None:
     print(
         f"3. bridge reattach: {count} conversations, each agent streaming {rate:g} deltas/s "
-        f"under a host; the bridge detaches, {away:g} s away, then a new bridge takes "
-        "them back",
+        f"under a host, its run {age:g} s old ({int(age * rate)} deltas already written); "
+        f"the bridge detaches, {away:g} s away, then a new bridge takes them back "
+        f"(snapshots {'on' if snapshots else 'off'})",
         flush=True,
     )
-    problems = Problems()
+    if not snapshots:  # never due: every take-back replays its run from the start
+        hosts.SHOWN_EVERY = hosts.SHOWN_AT_TOOL = math.inf
+    problems, taken = Problems(), TakenBack()
     logging.getLogger().addHandler(problems)
+    hosts_log = logging.getLogger(hosts.__name__)
+    hosts_log.addHandler(taken)
+    hosts_log.setLevel(logging.INFO)
     # A short folder: the hosts' unix sockets are in it (108 bytes at most).
     with tempfile.TemporaryDirectory(prefix="rbb-", dir="/tmp") as tmp:
         folder = Path(tmp)
@@ -146,7 +197,7 @@ async def measure_bridge(count: int, rate: float, away: float, lead: float) -> N
         try:
             store = await open_store("sqlite", folder)
             try:
-                run = await reattach_bridge(folder, store, count, rate, away, lead)
+                run = await reattach_bridge(folder, store, count, rate, away, lead, age)
             finally:
                 with anyio.CancelScope(shield=True):
                     stopped = await stop_all(store)
@@ -155,7 +206,13 @@ async def measure_bridge(count: int, rate: float, away: float, lead: float) -> N
             with anyio.CancelScope(shield=True):
                 left = await settle_processes(folder)
             logging.getLogger().removeHandler(problems)
+            hosts_log.removeHandler(taken)
             print(f"   end: stop_all ended {stopped} hosts; processes left: {left or 'none'}")
+            if taken.records:
+                print(
+                    f"   taken back from a snapshot: {len(taken.records)} of {count}, "
+                    f"median {statistics.median(taken.records):g} records in it"
+                )
             print(f"   logged {sum(problems.seen.values()) or 'no'} warnings or errors")
             for line, n in problems.seen.most_common(8):
                 print(f"     {n} x {line}")
@@ -167,7 +224,7 @@ Run = tuple[Watcher, Path, list[str], float, float]  # for `catch_up`
 
 
 async def reattach_bridge(
-    folder: Path, store: Store, count: int, rate: float, away: float, lead: float
+    folder: Path, store: Store, count: int, rate: float, away: float, lead: float, age: float
 ) -> Run:
     stamps = folder / "stamps.txt"
     # -I -S: the stand-in needs only the standard library. The sandbox is off (default).
@@ -184,16 +241,18 @@ async def reattach_bridge(
     )
     adapter = Watcher()
     chats = [str(i) for i in range(count)]
-    deltas = int(rate * 600)  # longer than the measurement: still streaming at the end
+    backlog = int(age * rate)
+    deltas = backlog + int(rate * 600)  # longer than the measurement: streaming at the end
     setup0 = time.monotonic()
     async with Bridge(adapter, store, options) as bridge:
         for chat in chats:
-            text = f"bench id=b{chat} deltas={deltas} rate={rate:g} marks=1"
+            text = f"bench id=b{chat} deltas={deltas} rate={rate:g} marks=1 backlog={backlog}"
             inbound = Inbound(f"bench:{chat}", ChatRef(chat), SENDER, uuid.uuid4().hex, text=text)
             await bridge.handle(inbound)
-        with anyio.fail_after(WAIT):
-            while len(adapter.streaming) < count:  # noqa: ASYNC110 (polls the adapter)
-                await anyio.sleep(POLL)
+        with anyio.fail_after(WAIT + 10 * age):
+            while min((adapter.top.get(c, 0) for c in chats), default=0) <= backlog:  # noqa: ASYNC110
+                await anyio.sleep(POLL * 10)
+        await anyio.sleep(hosts.SHOWN_EVERY + 1 if math.isfinite(hosts.SHOWN_EVERY) else 0)
         setup = time.monotonic() - setup0
         leaving = time.monotonic()
     left = time.monotonic() - leaving

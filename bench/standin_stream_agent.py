@@ -13,7 +13,9 @@ message. The final text ends with a line `[end <id>]` naming the prompt, so a be
 can tell from the chat when a given answer is complete.
 
 A prompt can override the defaults for its own run with `key=value` words in its
-text: `deltas=`, `rate=`, `size=`, `id=` (e.g. `"bench id=c7 deltas=0"`). With
+text: `deltas=`, `rate=`, `size=`, `id=` (e.g. `"bench id=c7 deltas=0"`), and
+`backlog=` (the first N of the deltas written at once, as fast as they go: the records
+of a run that has been streaming for a while already; the rest at `rate`). With
 `marks=1` each delta is its sequence marker `d<n> ` (n from 1) instead of `size`
 characters, and at the end of the run the stamps file gets one line
 `<time> emits <id> <t1> <t2> …`: the monotonic time just before each delta was
@@ -96,6 +98,7 @@ class Script:
     size: int
     run_id: str
     marks: bool = False
+    backlog: int = 0  # of the deltas, written at once first: a run that began long ago
 
 
 class Agent:
@@ -187,6 +190,7 @@ class Agent:
             size=int(words.get("size", d.size)),
             run_id=words.get("id", f"run{self._runs + 1}"),
             marks=words.get("marks", "0") not in ("", "0"),
+            backlog=int(words.get("backlog", "0")),
         )
 
     def _start(self, script: Script) -> None:
@@ -241,13 +245,16 @@ class Agent:
         emitted: list[float] = []
         step = 1.0 / script.rate if script.rate > 0 else 0.0
         due = time.monotonic()
-        for _ in range(script.deltas):
+        for n in range(script.deltas):
             if self._abort.is_set():
                 break
-            due += step
-            wait = due - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)  # behind schedule: catch up without sleeping
+            if n < script.backlog:  # at once: the pace starts after the backlog
+                due = time.monotonic()
+            else:
+                due += step
+                wait = due - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)  # behind schedule: catch up without sleeping
             if script.marks:
                 piece = f"d{len(parts) + 1} "
                 emitted.append(time.monotonic())

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LEAVING_LIMIT = 2.0  # s for the last snapshot of a run as the bridge detaches
 TICK = 0.25  # renderer flushes throttled text; well under any platform's edit interval
 KILL_AFTER_ABORT = 15.0  # a run past max_run_time that ignores abort is killed
 # Restart back-off: an agent that dies this soon after starting counts as a crash loop.
@@ -146,6 +147,8 @@ class AgentLife:
         as `reap`."""
         agent = self.agent
         if agent is not None and self.hosting.plan is not None:
+            with anyio.move_on_after(LEAVING_LIMIT):  # a store that hangs delays no stop
+                await self.hosting.leaving(agent)
             agent.detach()
             self.detaching = True
         await self.reap()
@@ -286,7 +289,7 @@ class AgentLife:
             clock=self.services.clock,
             dialog_timeout=self.services.options.dialog_timeout,
             host=self.hosting.plan if reattach is None else None,
-            reattach=reattach[:2] if reattach is not None else None,
+            reattach=(reattach[0], reattach[1], reattach[3]) if reattach is not None else None,
             profile=reattach[2] if reattach is not None else None,
         )
         try:
@@ -309,7 +312,7 @@ class AgentLife:
 
     async def _pump(self, agent: AgentClient) -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._ticker, agent)
+            tg.start_soon(self._ticker, agent, tg)
             async for event in agent.events:
                 self.services.stats.event(event)
                 try:
@@ -323,6 +326,7 @@ class AgentLife:
                     await self._conversation.on_event(agent, event, self.services.clock())
                     await self._send_files(agent, event)
                     self.hosting.caught_up(agent)
+                    self.hosting.progress(agent, event, tg)
                 except Exception:
                     log.exception("conversation %s: event handling failed", self._conversation.key)
             tg.cancel_scope.cancel()
@@ -334,11 +338,12 @@ class AgentLife:
         else:  # a file posted before a restart is not posted again by its replay
             self._conversation.submit([op for op in sent if not self.hosting.posted(op)])
 
-    async def _ticker(self, agent: AgentClient) -> None:
+    async def _ticker(self, agent: AgentClient, tg: TaskGroup) -> None:
         while True:
             await anyio.sleep(TICK)
             now = self.services.clock()
             self._conversation.submit(self._conversation.renderer.tick(now))
+            self.hosting.progress(agent, None, tg)  # a snapshot due while the agent is quiet
             await self._enforce_run_time(agent, now)
 
     async def _enforce_run_time(self, agent: AgentClient, now: float) -> None:

@@ -12,6 +12,16 @@ the replay, so the replay edits those messages instead of posting them again
 (`outbox.recovery.replayed`); what never went out goes out once. `applied` moves to a
 run's end only once everything that run showed has been delivered and no new run has
 begun, and the host is then told it may forget those records.
+
+Why a take-back costs little however long the runs have run: what the records after
+`applied` show is kept, folded small (`bridge/rpc/shown.py`), in the store as a
+snapshot, at most every `SHOWN_EVERY` seconds per conversation (`SHOWN_AT_TOOL` after a
+tool starts or ends); once it is stored the host may forget the records it covers. A
+take-back replays the snapshot's records, then asks the host for those after it: the
+renderer ends where the whole records would have left it, with a replay of a few
+records instead of every delta since the run began. A snapshot names its host (pid and
+start time) and the last record it covers, and keeps each entry's sequence number, so
+one left over from another host or from before a run counted as shown is ignored.
 """
 
 from __future__ import annotations
@@ -28,8 +38,10 @@ import anyio
 from bridge.model import AnswerPress, MessageRef, Send, Upload
 from bridge.platform import Streaming
 from bridge.render.status import Numbering
+from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart
 from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan, process_start, remove_stale
 from bridge.rpc.profile import PROFILES
+from bridge.rpc.shown import Snapshot
 from bridge.store.records import HostRecord
 
 if TYPE_CHECKING:
@@ -41,6 +53,7 @@ if TYPE_CHECKING:
     from bridge.model import ChatRef, Op
     from bridge.options import BridgeOptions
     from bridge.render import Renderer
+    from bridge.rpc.agent_event import AgentEvent
     from bridge.rpc.client import AgentClient
     from bridge.rpc.profile import Profile
     from bridge.store.base import Store
@@ -52,7 +65,11 @@ SETTLE_POLL = 0.1
 HOLD_LIMIT = 5.0  # seconds a replay's ops may be held before they go out anyway
 STREAM = "stream:"  # a recorded slot naming the message of a run's Slack stream
 SETTLE_LIMIT = 60.0  # for a run's last messages to go out before it counts as shown
-Reattach = tuple[HostAddress, int, "Profile"]  # the host, the last seq applied, the profile
+SHOWN_EVERY = 3.0  # seconds between snapshots of what a conversation's run has shown
+SHOWN_AT_TOOL = 0.5  # at least this long between them, when a tool starts or ends
+# The host, the last seq applied (or a snapshot covers), the profile, the snapshot's
+# records after the last seq applied.
+Reattach = tuple[HostAddress, int, "Profile", list[tuple[int, bytes]]]
 
 
 def host_plan(options: BridgeOptions, key: str) -> HostPlan | None:
@@ -105,6 +122,14 @@ class Hosting:
         # into one, so an answer is not shown going back to its start and growing again.
         self._held: list[Op] | None = None
         self._held_since = 0.0
+        # Snapshots (bridge/rpc/shown.py): when the last was taken, the last record the
+        # last stored one covers, one being stored, and the lock that keeps the store's
+        # writes and drops of them in order.
+        self._shown_at: float | None = None
+        self._shown_through = 0
+        self._shown_busy = False
+        self._shown_soon = False  # a tool started or ended since: due sooner
+        self._shown_lock = anyio.Lock()
 
     @property
     def _record(self) -> HostRecord | None:
@@ -130,7 +155,90 @@ class Hosting:
             ref = MessageRef(conversation.chat, message_id)
             self.services.outbox.adopt(conversation.key, slot, ref)
         profile = PROFILES.get(record.profile, PROFILES["pi"])
-        return address_of(record), record.applied, profile
+        after, shown = record.applied, []
+        snapshot = await self._snapshot(record)
+        if snapshot is not None and snapshot.through > record.applied:
+            after, shown = snapshot.through, snapshot.after(record.applied)
+            log.info(
+                "%s: taken back from a snapshot of %d records up to #%d (shown from #%d)",
+                conversation.key,
+                len(shown),
+                after,
+                record.applied,
+            )
+        self._shown_through = after
+        return address_of(record), after, profile, shown
+
+    async def _snapshot(self, record: HostRecord) -> Snapshot | None:
+        """The stored snapshot of what the host of `record` has shown (None: none, or
+        one of another host)."""
+        try:
+            text = await self.services.store.get_shown(self._conversation.key)
+        except Exception:
+            # Unreadable for now: the whole replay from `applied` is what it costs,
+            # unless the host forgot what the snapshot covered (then it is lost).
+            log.warning("%s: could not read its snapshot", self._conversation.key, exc_info=True)
+            return None
+        snapshot = Snapshot.decode(text) if text is not None else None
+        if snapshot is None or (snapshot.pid, snapshot.started) != (record.pid, record.started):
+            return None
+        return snapshot
+
+    def progress(self, agent: AgentClient, event: AgentEvent | None, tg: TaskGroup) -> None:
+        """After each record (`event`) and at each tick (None): now and then, what the
+        run has shown goes to the store."""
+        link = agent.link
+        record = self._record
+        if not isinstance(link, HostLink) or record is None or self._shown_busy:
+            return
+        now = self.services.clock()
+        if self._shown_at is None:
+            self._shown_at = now
+            return
+        if isinstance(event, ToolExecutionStart | ToolExecutionEnd):
+            self._shown_soon = True
+        wait = SHOWN_AT_TOOL if self._shown_soon else SHOWN_EVERY
+        seq = link.last_seq
+        if seq <= max(self._shown_through, record.applied) or now - self._shown_at < wait:
+            return
+        self._shown_at, self._shown_soon = now, False
+        self._shown_busy = True
+        tg.start_soon(self._keep_shown, link, self._snapshot_now(link, record))
+
+    async def leaving(self, agent: AgentClient) -> None:
+        """The bridge detaches: a last snapshot, so the next one replays only what the
+        agent writes meanwhile."""
+        link = agent.link
+        record = self._record
+        if not isinstance(link, HostLink) or record is None:
+            return
+        if link.last_seq > max(self._shown_through, record.applied):
+            self._shown_busy = True
+            await self._keep_shown(link, self._snapshot_now(link, record))
+
+    def _snapshot_now(self, link: HostLink, record: HostRecord) -> Snapshot:
+        address = link.address
+        records = link.shown.records(record.applied)
+        return Snapshot(address.pid, address.started, link.last_seq, records)
+
+    async def _keep_shown(self, link: HostLink, snapshot: Snapshot) -> None:
+        key = self._conversation.key
+        try:
+            async with self._shown_lock:
+                host = f"{snapshot.pid}:{snapshot.started}"
+                through = snapshot.through
+                text = snapshot.encode()
+                if not await self.services.store.put_shown(key, text, host=host, through=through):
+                    return  # another owner has kept more since: this one is fenced off
+                self._shown_through = snapshot.through
+        except Exception:
+            # Not kept: the host keeps the records, and the next snapshot tries again.
+            log.warning("%s: could not keep its snapshot", key, exc_info=True)
+            return
+        finally:
+            self._shown_busy = False
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await link.ack(snapshot.through)  # stored: the host may forget them
 
     def held(self, ops: Sequence[Op]) -> Sequence[Op]:
         """Of `ops`, those to send now: all, unless a replay is on (a press is
@@ -150,6 +258,10 @@ class Hosting:
         waiting = agent.events.statistics().current_buffer_used
         done = not isinstance(link, HostLink) or (link.last_seq >= link.replay_end and not waiting)
         if done or self.services.clock() - self._held_since > HOLD_LIMIT:
+            # What the pace held back of the replay shows at once: else the chat would
+            # show less than before the restart until the next tick.
+            renderer = self._conversation.renderer
+            self._held += renderer.tick(self.services.clock(), force=True)
             self._release()
 
     def _release(self) -> None:
@@ -170,6 +282,7 @@ class Hosting:
         known = self._record
         if known is not None and address_of(known) == link.address:
             return
+        self._shown_at, self._shown_through = None, 0  # a new host numbers from 1
         counts = self._conversation.renderer.counts
         chat = self._conversation.chat
         record = HostRecord(
@@ -234,9 +347,20 @@ class Hosting:
         if agent.state.busy or outbox.pending(key) or self._record is None:
             return  # a new run began: its own end settles both
         await self._update(applied=seq, runs=runs, messages=messages, slots={})
+        link.shown.forget(seq)
+        await self._drop_shown(seq)
         # Lost, the host keeps them a little longer: `applied` is what counts.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await link.ack(seq)
+
+    async def _drop_shown(self, through: int | None) -> None:
+        """The stored snapshot, once it covers nothing after `through` (a snapshot that
+        covers more is kept: the host may have forgotten what it covers; None: the
+        host is gone, it goes whatever it covers)."""
+        with contextlib.suppress(Exception):  # left: ignored, as covering nothing new
+            async with self._shown_lock:
+                if through is None or self._shown_through <= through:
+                    await self.services.store.drop_shown(self._conversation.key)
 
     async def gone(self) -> None:
         """The agent ended for good: nothing is left to reattach to."""
@@ -245,6 +369,7 @@ class Hosting:
         if record is not None:
             remove_stale(address_of(record))
             await self._conversation.save(host=None)
+            await self._drop_shown(None)
 
     async def _update(self, **changes: object) -> None:
         record = self._record

@@ -100,9 +100,11 @@ class Renderer:
             run.loop_seen = run.loop_open = True
         return self._dispatch(event, now)
 
-    def tick(self, now: float) -> list[Op]:
+    def tick(self, now: float, *, force: bool = False) -> list[Op]:
+        """Changes held back by pacing, once due (`force`: all of them now; a replay
+        that caught up shows where it got to, bridge/conversation/hosts.py)."""
         self._now = now
-        return self._runs.tick(now)
+        return self._runs.tick(now, force=force)
 
     def pressed(self, token: str) -> Choice | None:
         return self._ctx.book.lookup(token)

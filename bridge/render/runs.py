@@ -47,11 +47,11 @@ class Runs:
         self._reacting: str | None = None  # the user's message of a prompt not yet running
         self.riders = Riders()  # the user's messages steered or queued into the run
 
-    def tick(self, now: float) -> list[Op]:
-        ops = self.run.refresh(self.board, now) if self.run is not None else []
+    def tick(self, now: float, *, force: bool = False) -> list[Op]:
+        ops = self.run.refresh(self.board, now, force=force) if self.run is not None else []
         if self._text is not None:
-            ops += self._text.flush(now)
-        return ops + self._tools.flush(now)
+            ops += self._text.flush(now, force=force)
+        return ops + self._tools.flush(now, force=force)
 
     # --- the user's messages -------------------------------------------------------------
 

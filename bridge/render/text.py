@@ -75,9 +75,10 @@ class AssistantText:
         self._growing = False
         return self._render(now)
 
-    def flush(self, now: float) -> list[Op]:
-        """Show held-back text once the pace allows; keep a stalled draft up."""
-        if self._pacer.dirty and self._pacer.due(now):
+    def flush(self, now: float, *, force: bool = False) -> list[Op]:
+        """Show held-back text once the pace allows (`force`: now); keep a stalled
+        draft up."""
+        if self._pacer.dirty and (force or self._pacer.due(now)):
             return self._render(now)
         if self._growing and self._slots and now - self._pacer.last >= DRAFT_REFRESH:
             self._pacer.sent(now)

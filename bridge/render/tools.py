@@ -163,13 +163,13 @@ class Tools:
                 ops += self._final(call, scope, call.ended, now)
         return ops
 
-    def flush(self, now: float) -> list[Op]:
+    def flush(self, now: float, *, force: bool = False) -> list[Op]:
         ops: list[Op] = []
         for call in [*self._calls.values(), *self._ended.values()]:
-            if call.mode == "all" and call.pacer.dirty and call.pacer.due(now):
+            if call.mode == "all" and call.pacer.dirty and (force or call.pacer.due(now)):
                 ops += self._message(call, now, True)
         for tools in self._lists.values():
-            if tools.pacer.dirty and tools.pacer.due(now):
+            if tools.pacer.dirty and (force or tools.pacer.due(now)):
                 ops += self._paced(tools.slot, tools.pacer, self._list_md(tools), now, True)
         return ops
 

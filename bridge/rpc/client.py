@@ -41,7 +41,7 @@ from bridge.rpc.detect import detect
 from bridge.rpc.errors import AgentExited, ClientClosed, CommandFailed, RpcError
 from bridge.rpc.events import AgentSettled, ErrorEvent, Response, ToolExecutionEnd
 from bridge.rpc.framing import DEFAULT_MAX_RECORD
-from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan
+from bridge.rpc.hostlink import HostLink, HostPlan
 from bridge.rpc.legacy import LegacyShim
 from bridge.rpc.links import Link, open_link
 from bridge.rpc.pipes import PIPE_GONE
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
 
     from bridge.rpc.content import ImageContent
     from bridge.rpc.framing import Frame
+    from bridge.rpc.hostlink import TakeBack
     from bridge.rpc.process import AgentSpec
 
 REQUEST_TIMEOUT = 30.0  # state commands answer in ms; prompt after preflight (~1 s)
@@ -97,10 +98,11 @@ class AgentClient:
         clock: Callable[[], float] = time.monotonic,
         dialog_timeout: float | None = None,
         host: HostPlan | None = None,
-        reattach: tuple[HostAddress, int] | None = None,
+        reattach: TakeBack | None = None,
     ) -> None:
         """`host`: start the agent under a host that outlives the client (`hostlink.py`);
-        `reattach`: (host, last seq applied) of one started before."""
+        `reattach`: (host, last seq applied[, the records up to it a snapshot kept])
+        of one started before."""
         self.spec = spec
         self._host, self._reattach = host, reattach
         self.profile = profile or PI

@@ -18,16 +18,17 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.framing import LineSplitter, OversizedRecord
 from bridge.rpc.process import keeper_arguments
+from bridge.rpc.shown import Shown
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
     from anyio.abc import SocketStream, TaskGroup
 
@@ -62,6 +63,13 @@ class HostAddress:
     socket: str
     pid: int
     started: int
+
+
+# A host to take back: its address, the last record applied, and optionally the
+# records up to it a snapshot kept (read before the host's own).
+TakeBack: TypeAlias = (
+    "tuple[HostAddress, int] | tuple[HostAddress, int, Sequence[tuple[int, bytes]]]"
+)
 
 
 def process_start(pid: int) -> int | None:
@@ -111,15 +119,22 @@ async def start_host(spec: AgentSpec, plan: HostPlan, max_record: int) -> HostLi
     return await attach(HostAddress(socket, pid, started), after=0, max_record=max_record)
 
 
-async def attach(address: HostAddress, *, after: int, max_record: int) -> HostLink:
-    """Connect to the host at `address`, asking for every record after `after`."""
+async def attach(
+    address: HostAddress,
+    *,
+    after: int,
+    max_record: int,
+    shown: Sequence[tuple[int, bytes]] = (),
+) -> HostLink:
+    """Connect to the host at `address`, asking for every record after `after`;
+    `shown`: the records up to `after` a snapshot kept (`shown.py`), read first."""
     if process_start(address.pid) != address.started:
         raise HostGone(f"the agent's host (pid {address.pid}) is gone")
     try:
         stream = await _connect(Path(address.socket))
     except OSError as exc:
         raise HostGone(f"the agent's host does not answer: {exc}") from exc
-    link = HostLink(stream, address, after, max_record)
+    link = HostLink(stream, address, after, max_record, shown)
     try:
         await link.hello()
     except BaseException:
@@ -144,7 +159,12 @@ class HostLink:
     """One bridge's connection to one host."""
 
     def __init__(
-        self, stream: SocketStream, address: HostAddress, after: int, max_record: int
+        self,
+        stream: SocketStream,
+        address: HostAddress,
+        after: int,
+        max_record: int,
+        shown: Sequence[tuple[int, bytes]] = (),
     ) -> None:
         self.address = address
         self._stream = stream
@@ -156,6 +176,10 @@ class HostLink:
         self._keeper = 0
         self.replay_end = 0
         self._last_seq = after
+        self._preface = list(shown)
+        # The records read since the last run that counts as shown, folded: what a
+        # snapshot of this conversation keeps (bridge/conversation/hosts.py).
+        self.shown = Shown()
         self._returncode: int | None = None
         self._stderr = ""
 
@@ -203,6 +227,10 @@ class HostLink:
 
     async def read(self, dispatch: Callable[[Frame], Awaitable[None]]) -> None:
         try:
+            preface, self._preface = self._preface, []
+            for seq, record in preface:
+                self.shown.add(seq, record)
+                await dispatch(record)
             pending, self._pending = self._pending, []
             if await self._frames(pending, dispatch):
                 return
@@ -224,7 +252,8 @@ class HostLink:
                 continue
             head, _, rest = frame.partition(b" ")
             if head.isdigit():
-                self._last_seq = int(head)
+                self._last_seq = seq = int(head)
+                self.shown.add(seq, rest)
                 await dispatch(rest)
             elif head == b"exit":
                 code, _, tail = rest.partition(b" ")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from bridge.rpc.hostlink import HostAddress, HostPlan, attach, start_host
+from bridge.rpc.hostlink import HostPlan, attach, start_host
 from bridge.rpc.pipes import Pipes
 from bridge.rpc.process import spawn, terminate_group
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from anyio.abc import Process, TaskGroup
 
     from bridge.rpc.framing import Frame
+    from bridge.rpc.hostlink import TakeBack
     from bridge.rpc.process import AgentSpec
 
 EXIT_WAIT = 5.0  # after stdout closes, for the process to be reaped
@@ -56,14 +57,16 @@ class Link(Protocol):
 async def open_link(
     spec: AgentSpec,
     host: HostPlan | None,
-    reattach: tuple[HostAddress, int] | None,
+    reattach: TakeBack | None,
     max_record: int,
 ) -> Link:
-    """A host found again (`reattach`: its address and the last seq applied), a new
-    host (`host`), or the agent as a plain child process."""
+    """A host found again (`reattach`: its address, the last seq applied, and the
+    records up to it a snapshot kept), a new host (`host`), or the agent as a plain
+    child process."""
     if reattach is not None:
-        address, after = reattach
-        return await attach(address, after=after, max_record=max_record)
+        address, after, *shown = reattach
+        preface = shown[0] if shown else ()
+        return await attach(address, after=after, max_record=max_record, shown=preface)
     if host is not None:
         return await start_host(spec, host, max_record)
     return await ProcessLink.open(spec, max_record)

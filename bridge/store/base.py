@@ -128,6 +128,19 @@ class Store(Protocol):
         """The allowance `name` (0 if none was raised)."""
         ...
 
+    # --- what a hosted agent's run has shown (bridge/rpc/shown.py) --------------------
+
+    async def put_shown(self, key: str, snapshot: str, *, host: str, through: int) -> bool:
+        """Keep the snapshot of what conversation `key`'s running agent (under `host`)
+        has shown up to its record `through`, replacing the one before, unless that one
+        is of the same host and covers more (a late write of an owner fenced off since):
+        then False, and nothing changed."""
+        ...
+
+    async def get_shown(self, key: str) -> str | None: ...
+
+    async def drop_shown(self, key: str) -> None: ...
+
 
 def check_ttl(ttl: float) -> None:
     """A dedupe key that is never remembered would silently let every redelivery through."""

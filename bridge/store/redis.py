@@ -16,6 +16,9 @@ Key layout under a configurable prefix (default "pi-bridge:", or `?prefix=` in t
     usage:<scope>:<name>          sorted set of UsageEntry JSON by time, one per
                                   conversation, person and chat
     raise:<name>                  a limit raised for a day: dollars (INCRBYFLOAT), TTL
+    shown:<key>                   hash: what the key's hosted agent has shown so far
+                                  (bridge/rpc/shown.py's snapshot), its host and the
+                                  last record it covers
 
 Multi-key reads and writes are MULTI transactions or Lua scripts, so other replicas never
 see half of them; `take_dialog` is a script, which is what makes exactly one racing
@@ -105,6 +108,14 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 return 1
 """
 
+# KEYS: the conversation's snapshot hash. ARGV: host, through, snapshot text.
+_PUT_SHOWN = """
+local old = redis.call('HMGET', KEYS[1], 'host', 'through')
+if old[1] == ARGV[1] and tonumber(old[2]) > tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'host', ARGV[1], 'through', ARGV[2], 'snapshot', ARGV[3])
+return 1
+"""
+
 # KEYS: the message's seen key, then its conversation's, person's and chat's sorted sets.
 # ARGV: retention in ms, the entry JSON, its time, the oldest time kept. Marked and
 # added in one step, so a replay on another worker cannot add it a second time.
@@ -156,6 +167,7 @@ class RedisStore:
         self._dialogs_for = client.register_script(_DIALOGS_FOR)
         self._delete_conversation = client.register_script(_DELETE_CONVERSATION)
         self._drop_live_run = client.register_script(_DROP_LIVE_RUN)
+        self._put_shown = client.register_script(_PUT_SHOWN)
         self._add_usage = client.register_script(_ADD_USAGE)
         self._sum_usage = client.register_script(_SUM_USAGE)
 
@@ -397,6 +409,19 @@ class RedisStore:
     async def raised(self, name: str) -> float:
         value = await self._redis.get(f"{self._prefix}raise:{name}")
         return 0.0 if value is None else float(value)
+
+    # --- what a hosted agent's run has shown ----------------------------------------------
+
+    async def put_shown(self, key: str, snapshot: str, *, host: str, through: int) -> bool:
+        keys = [f"{self._prefix}shown:{key}"]
+        return bool(await self._put_shown(keys=keys, args=[host, through, snapshot]))
+
+    async def get_shown(self, key: str) -> str | None:
+        value = await self._redis.hget(f"{self._prefix}shown:{key}", "snapshot")
+        return None if value is None else _text(value)
+
+    async def drop_shown(self, key: str) -> None:
+        await self._redis.delete(f"{self._prefix}shown:{key}")
 
 
 def split_prefix(url: str) -> tuple[str, str | None]:

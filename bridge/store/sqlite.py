@@ -96,6 +96,14 @@ _MIGRATIONS: tuple[str, ...] = (
         at REAL NOT NULL
     ) WITHOUT ROWID;
     """,
+    """
+    CREATE TABLE shown (
+        key TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        through INTEGER NOT NULL,
+        snapshot TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -408,6 +416,34 @@ class SqliteStore:
             return 0.0 if row is None else float(row[0])
 
         return await self._run(get)
+
+    # --- what a hosted agent's run has shown ----------------------------------------------
+
+    async def put_shown(self, key: str, snapshot: str, *, host: str, through: int) -> bool:
+        def put(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "INSERT INTO shown (key, host, through, snapshot) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET host = excluded.host,"
+                " through = excluded.through, snapshot = excluded.snapshot"
+                " WHERE NOT (shown.host = excluded.host AND shown.through > excluded.through)",
+                (key, host, through, snapshot),
+            )
+            return cursor.rowcount > 0
+
+        return await self._run(put)
+
+    async def get_shown(self, key: str) -> str | None:
+        def get(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT snapshot FROM shown WHERE key = ?", (key,)).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._run(get)
+
+    async def drop_shown(self, key: str) -> None:
+        def drop(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM shown WHERE key = ?", (key,))
+
+        await self._run(drop)
 
 
 _USAGE_COLUMNS = {"conversation": "key", "person": "person", "chat": "chat"}

@@ -701,3 +701,35 @@ async def test_schedules_survive_a_restart(backend: Backend) -> None:
     await backend.store.put_schedule(schedule("a", state="active"))
     again = await backend.open_again()
     assert [s.id for s in await again.schedules()] == ["a"]
+
+
+# --- what a hosted agent's run has shown (bridge/rpc/shown.py) ------------------------------
+
+
+async def test_a_shown_snapshot_is_kept_replaced_and_dropped_per_conversation(
+    backend: Backend,
+) -> None:
+    store = backend.store
+    assert await store.get_shown(KEY) is None
+    assert await store.put_shown(KEY, "six", host="4:5", through=6)
+    assert await store.put_shown(KEY, "nine é\n9 {}", host="4:5", through=9)
+    assert await store.put_shown(OTHER, "other", host="4:5", through=99)
+    again = await backend.open_again()  # kept across a restart
+    assert await again.get_shown(KEY) == "nine é\n9 {}"
+    await again.drop_shown(KEY)
+    await again.drop_shown("tg:nobody")
+    assert await again.get_shown(KEY) is None
+    assert await again.get_shown(OTHER) == "other"
+
+
+async def test_a_snapshot_covering_less_of_the_same_host_does_not_replace_one(
+    store: Store,
+) -> None:
+    # A late write of an owner fenced off since: the host forgot what the newer covers.
+    assert await store.put_shown(KEY, "nine", host="4:5", through=9)
+    assert not await store.put_shown(KEY, "seven", host="4:5", through=7)
+    assert await store.get_shown(KEY) == "nine"
+    assert await store.put_shown(KEY, "nine again", host="4:5", through=9)
+    # Another host numbers its records afresh: its snapshot replaces any.
+    assert await store.put_shown(KEY, "two", host="8:1", through=2)
+    assert await store.get_shown(KEY) == "two"
