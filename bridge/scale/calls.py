@@ -170,14 +170,28 @@ class CallServer:
             return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
         return False
 
+    async def _cleared(self, call: Call) -> Answer | Literal[False] | None:
+        """`_refused`, and the call's budget taken, through a Redis restart: tried again
+        until Redis answers or the call's deadline passes. A call dropped here for a
+        Redis error would go unanswered, and its worker would wait out its deadline
+        (30 s) before trying again: the stall of a Redis restart (issue 34)."""
+        retries = Retries(REDIS_BACKOFF)
+        while True:
+            try:
+                if (refused := await self._refused(call)) is not False:
+                    return refused
+                chat = call.chat or (call.ref.chat if call.ref is not None else None)
+                buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
+                self._stats.budget_waits += await self._budgets.take(buckets)
+                # Again: the budget may have held it past its deadline, or past the lease.
+                return await self._refused(call)
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                log.warning("checking a platform call failed (%s); retrying", exc)
+                await anyio.sleep(retries.next())
+
     async def _answer(self, call: Call) -> Answer | None:
-        if (refused := await self._refused(call)) is not False:
-            return refused
-        chat = call.chat or (call.ref.chat if call.ref is not None else None)
-        buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
-        self._stats.budget_waits += await self._budgets.take(buckets)
-        # Again: the budget may have held it past its deadline, or past the lease.
-        if (refused := await self._refused(call)) is not False:
+        if (refused := await self._cleared(call)) is not False:
             return refused
         try:
             left = call.deadline - time.time() if call.deadline else math.inf
