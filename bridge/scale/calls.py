@@ -61,8 +61,8 @@ GROUP = "frontends"
 STREAM_CAP = 100_000  # entries kept in a call or reply stream (approximate trimming)
 BLOCK_MS = 2000
 CONCURRENT_CALLS = 64  # per frontend and platform
-REPLY_TRIES = 8  # ≈ 10 s of back-off: a Redis restart
-REPLY_BACKOFF = Backoff(first=0.1, cap=2.0)  # the waits between those tries
+REPLY_TRIES = 8  # at least, ≈ 7 s of back-off; and for as long as the worker waits
+REPLY_BACKOFF = Backoff(first=0.1, cap=1.0)  # the waits between those tries
 
 
 def calls_stream(prefix: str, platform: str) -> str:
@@ -138,7 +138,7 @@ class CallServer:
                 return
             answer = await self._answer(call)
             if answer is not None:
-                await self._reply(fields.get("r", ""), answer)
+                await self._reply(fields.get("r", ""), answer, call.deadline)
         except RedisError as exc:
             self._stats.redis_errors += 1
             log.warning("answering a platform call failed: %s", exc)
@@ -147,19 +147,24 @@ class CallServer:
         finally:
             self._limiter.release()
 
-    async def _reply(self, stream: str, answer: Answer) -> None:
-        """The call was made: its answer must get through a Redis blip, or the worker
-        would take the call for lost and make it again."""
-        for attempt in range(REPLY_TRIES):
+    async def _reply(self, stream: str, answer: Answer, deadline: float) -> None:
+        """The call was made: its answer must get through a Redis restart, or the
+        worker would take the call for lost and make it again. Tried again while its
+        worker still waits for it (up to its deadline and the grace), at least
+        `REPLY_TRIES` times."""
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 await self._redis.xadd(stream, {"a": answer.model_dump_json()}, maxlen=STREAM_CAP)
                 return
             except RedisError as exc:
-                if attempt == REPLY_TRIES - 1:
+                waited_for = time.time() < deadline + ANSWER_GRACE if deadline else False
+                if attempt >= REPLY_TRIES and not waited_for:
                     raise
                 self._stats.redis_errors += 1
                 log.warning("answering a platform call failed (%s); retrying", exc)
-                await anyio.sleep(REPLY_BACKOFF.delay(attempt + 1))
+                await anyio.sleep(REPLY_BACKOFF.delay(attempt))
 
     async def _refused(self, call: Call) -> Answer | Literal[False] | None:
         """None: its worker gave up on it (past its deadline), and may have retried it

@@ -80,15 +80,9 @@ class CallLink:
         self._waiting[call.id] = (done, box)
         started = time.monotonic()
         try:
-            fields: Any = {"c": call.model_dump_json(), "r": self._replies}
-            try:
-                await self._redis.xadd(
-                    calls_stream(self._prefix, platform), fields, maxlen=STREAM_CAP
-                )
-            except RedisError as exc:
-                self._stats.redis_errors += 1
-                raise TransientError(f"Redis: {exc}") from None
-            with anyio.move_on_after(CALL_TIMEOUT + ANSWER_GRACE):
+            deadline = call.deadline or time.time() + CALL_TIMEOUT
+            await self._send(platform, call, deadline)
+            with anyio.move_on_after(deadline + ANSWER_GRACE - time.time()):
                 await done.wait()
             if not box:
                 raise TransientError(f"no frontend answered in {CALL_TIMEOUT:g} s")
@@ -97,6 +91,27 @@ class CallLink:
             return answer
         finally:
             self._waiting.pop(call.id, None)
+
+    async def _send(self, platform: str, call: Call, deadline: float) -> None:
+        """Onto the platform's call stream, through a Redis restart: tried again (at
+        most a second apart, so a Redis back is found at once) until the call's
+        deadline, then a `TransientError` for the outbox. Not the outbox's own retries,
+        whose waits grow to 30 s and which give up after five."""
+        fields: Any = {"c": call.model_dump_json(), "r": self._replies}
+        retries = Retries(REDIS_BACKOFF)
+        while True:
+            try:
+                await self._redis.xadd(
+                    calls_stream(self._prefix, platform), fields, maxlen=STREAM_CAP
+                )
+                return
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                delay = retries.next()
+                if time.time() + delay >= deadline:
+                    raise TransientError(f"Redis: {exc}") from None
+                log.warning("sending a platform call failed (%s); retrying", exc)
+                await anyio.sleep(delay)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read the answers for this worker until cancelled."""
