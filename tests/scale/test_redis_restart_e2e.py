@@ -5,8 +5,8 @@ and the fake Slack (Socket Mode), real agents on the fake LLM.
 Eight conversations are warm (each answered once). Then four of them run a tool,
 redis-server stops while the tools run, stays down `DOWN` seconds (messages sent to
 two Telegram chats meanwhile wait at Telegram), and starts again with its data; the
-other conversations are written to at once. Every conversation must go on within
-`RESUMED_WITHIN` of Redis being back: each run's answer, each message's answer
+other conversations are written to at once. Every conversation's chat must move
+again within `RESUMED_WITHIN` of Redis being back, and every message be answered
 (issue 34: three of eight stalled ~30 s).
 """
 
@@ -44,8 +44,12 @@ CHATS = (3001, 3002, 3003, 3004, 3005, 3006)
 THREADS = 2
 DOWN = 3.0  # s redis-server is down
 TOOL = "sleep 3; echo slept"  # running when Redis stops, ending while it is down
-# The bound docs/operations.md states: from Redis back to each conversation's answer.
+# The bound docs/operations.md states: from Redis back to each conversation's chat
+# moving again (0.3-1.5 s measured); and to each Telegram answer (2-3.6 s measured:
+# the agent's turn besides, given room on a loaded machine). Before the fix, two of
+# eight conversations stalled 33-35 s.
 RESUMED_WITHIN = 5.0
+ANSWERED_WITHIN = 10.0
 CONFIG = """\
 [telegram]
 poll_timeout = 1
@@ -221,8 +225,8 @@ async def test_every_conversation_goes_on_within_seconds_of_a_redis_restart(
                 print(f"timings (s after Redis was back): {timings}")
                 print({t: round(a - run.at[t], 1) for t, a in run.answered.items()})
     # Each conversation's chat moves again (a status, an answer, a reaction) within the
-    # bound; on Telegram each answer is there by then. A Slack answer takes longer
+    # bound, and each Telegram answer is there soon after. A Slack answer takes longer
     # whatever Redis does: its calls keep the channel's pace of one a second.
     assert {k: s for k, s in resumed.items() if s > RESUMED_WITHIN} == {}, timings
     telegram_tokens = [t for t, c in run.sent if t in tokens and c.platform == "telegram"]
-    assert {t: took[t] for t in telegram_tokens if took[t] > RESUMED_WITHIN} == {}, timings
+    assert {t: took[t] for t in telegram_tokens if took[t] > ANSWERED_WITHIN} == {}, timings
