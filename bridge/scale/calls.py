@@ -35,8 +35,10 @@ import anyio
 from redis.exceptions import RedisError
 
 from bridge.backoff import Backoff, Retries
-from bridge.platform import PlatformError, perform
+from bridge.model import MessageRef
+from bridge.platform import NotModified, PlatformError, perform
 from bridge.scale.budget import Budgets
+from bridge.scale.ended import EndedStatuses
 from bridge.scale.groups import REDIS_BACKOFF, ensure_group
 from bridge.scale.wire import Answer, Call, Fenced, answered, failed
 
@@ -89,6 +91,7 @@ class CallServer:
         self._instance = instance
         self._fence_of = fence_of  # key → its current fencing token
         self._budgets = Budgets(client, prefix, platform)
+        self._ended = EndedStatuses(client, prefix, platform)
         self._stats = stats
         self._forms = forms
         self._limiter = anyio.Semaphore(CONCURRENT_CALLS)  # released by the task it starts
@@ -168,11 +171,15 @@ class CallServer:
 
     async def _refused(self, call: Call) -> Answer | Literal[False] | None:
         """None: its worker gave up on it (past its deadline), and may have retried it
-        already; `Fenced`: another worker owns its conversation now; False: make it."""
+        already; `Fenced`: another worker owns its conversation now; `NotModified`: it
+        would show working a status a call made over (a replay's, ended.py); False:
+        make it."""
         if call.deadline and time.time() > call.deadline:
             return None
         if call.key and await self._fence_of(call.key) != call.fence:
             return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
+        if call.status == "live" and call.ref is not None and await self._ended.ended(call.ref):
+            return failed(call.id, NotModified("the run's end is shown; it stays"))
         return False
 
     async def _cleared(self, call: Call) -> Answer | Literal[False] | None:
@@ -206,6 +213,10 @@ class CallServer:
                 log.warning("platform call %s cut off at its deadline", call.method)
                 return None  # its worker takes it for lost, after the deadline
             answer = answered(call.id, made)
+            shown = made if isinstance(made, MessageRef) else call.ref
+            if call.status == "over" and shown is not None:
+                with contextlib.suppress(RedisError):  # the worker's record has it too
+                    await self._ended.mark(shown)
             if self._forms is not None and call.buttons:
                 # Its press may reach another frontend: the form must be found there.
                 with contextlib.suppress(RedisError):

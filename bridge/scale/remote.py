@@ -25,7 +25,7 @@ import anyio
 from redis.exceptions import RedisError
 
 from bridge.backoff import Retries
-from bridge.outbox.calls import CALLING
+from bridge.outbox.calls import CALLING, SHOWING
 from bridge.platform import (
     Drafting,
     PlatformCall,
@@ -269,11 +269,13 @@ class RemoteAdapter:
         fence = self._fence(key) if key else 0
         if key and fence == 0:
             raise Fenced(f"{key} is not this worker's")
+        showing = SHOWING.get()
         wired = Call(
             id=secrets.token_hex(8),
             key=key,
             fence=fence,
             deadline=time.time() + CALL_TIMEOUT,
+            status="" if showing is None else "live" if showing else "over",
             **carried(call),
         )
         answer = await self._link.call(self._platform, wired)

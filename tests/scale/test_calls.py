@@ -15,7 +15,7 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bridge.model import ChatRef, MessageRef, PlatformLimits
-from bridge.outbox.calls import CALLING
+from bridge.outbox.calls import CALLING, SHOWING
 from bridge.platform import (
     BadFormatting,
     MessageGone,
@@ -98,6 +98,16 @@ async def rig(
         with anyio.fail_after(WAIT):
             yield Rig(client, prefix, platform, remote, link, leases, tokens, instance)
         tg.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def showing(live: bool | None) -> Iterator[None]:
+    """What the outbox says of a call: it shows a run's status live, over, or neither."""
+    token = SHOWING.set(live)
+    try:
+        yield
+    finally:
+        SHOWING.reset(token)
 
 
 @contextlib.contextmanager
@@ -372,3 +382,31 @@ async def test_a_call_whose_check_meets_a_redis_restart_is_made_once_redis_answe
             await r.remote.send(CHAT, "through the restart")
         assert time.monotonic() - started < 3.0
     assert [c.text for c in r.platform.calls] == ["through the restart"]
+
+
+async def test_a_status_a_call_made_over_is_never_edited_live_again(
+    client: aioredis.Redis,
+) -> None:
+    # Issue 34: a worker killed while its run's end waited at a frontend; the end was
+    # made, and the next owner's replay edited the status back to working.
+    async with rig(client) as r:
+        with calling(KEY):
+            with showing(True):
+                status = await r.remote.send(CHAT, "⏳ working…")
+            with showing(False):
+                await r.remote.edit(status, "✅ done")
+            with showing(True), pytest.raises(NotModified):
+                await r.remote.edit(status, "⏳ working…")
+            with showing(False):  # an interruption's reason may still be added
+                await r.remote.edit(status, "✅ done: and why")
+            with showing(None):  # not a status: not refused
+                await r.remote.edit(status, "text")
+            with showing(True):  # another run's status
+                await r.remote.send(CHAT, "⏳ working…")
+    assert [c.text for c in r.platform.calls] == [
+        "⏳ working…",
+        "✅ done",
+        "✅ done: and why",
+        "text",
+        "⏳ working…",
+    ]
