@@ -551,5 +551,6 @@ def reopened(slack: FakeSlack, telegram: FakeTelegram) -> list[str]:
         if any(text.startswith(f) for f in FINAL):
             finals.add(message)
         elif message in finals and "working" in text:
-            found.append(f"{message}: {text[:80]}")
+            history = [t[:40] for m, t in edits if m == message]
+            found.append(f"{message}: {text[:80]} (its edits: {history})")
     return found
