@@ -179,6 +179,7 @@ class CallServer:
         if call.key and await self._fence_of(call.key) != call.fence:
             return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
         if call.status == "live" and call.ref is not None and await self._ended.ended(call.ref):
+            log.info("%s: a status shown over was not edited back to live", call.key)
             return failed(call.id, NotModified("the run's end is shown; it stays"))
         return False
 
