@@ -29,6 +29,7 @@ import contextlib
 import logging
 import math
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -63,6 +64,7 @@ GROUP = "frontends"
 STREAM_CAP = 100_000  # entries kept in a call or reply stream (approximate trimming)
 BLOCK_MS = 2000
 CONCURRENT_CALLS = 64  # per frontend and platform
+SERVED_KEPT = 10_000  # call ids remembered, to make a call read twice once
 REPLY_TRIES = 8  # at least, ≈ 7 s of back-off; and for as long as the worker waits
 REPLY_BACKOFF = Backoff(first=0.1, cap=1.0)  # the waits between those tries
 
@@ -95,12 +97,16 @@ class CallServer:
         self._stats = stats
         self._forms = forms
         self._limiter = anyio.Semaphore(CONCURRENT_CALLS)  # released by the task it starts
+        # The calls served lately, by id: one read twice (again as pending after a Redis
+        # failure, or sent twice by a worker whose send's answer was lost) is made once.
+        self._served: OrderedDict[str, None] = OrderedDict()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         retries, ready = Retries(REDIS_BACKOFF), False
         async with anyio.create_task_group() as tg:
             while True:
+                found: Any = None
                 try:
                     start = ">"
                     if not ready:  # again after any failure: Redis may have lost it
@@ -111,7 +117,7 @@ class CallServer:
                         # Read once already, but the answer to the read was lost with
                         # the connection: they are this frontend's pending ones.
                         start = "0"
-                    found: Any = await self._redis.xreadgroup(
+                    found = await self._redis.xreadgroup(
                         GROUP, self._instance, {self._stream: start}, count=50, block=BLOCK_MS
                     )
                     ids = [entry_id for _s, entries in found or () for entry_id, _f in entries]
@@ -124,9 +130,15 @@ class CallServer:
                     self._stats.redis_errors += 1
                     ready = False
                     log.warning("reading platform calls failed (%s); retrying", exc)
-                    await anyio.sleep(retries.next())
-                    continue
-                retries.reset()
+                    # Read but not acknowledged, or acknowledged with the answer lost:
+                    # made all the same (left for the pending read, an acknowledgement
+                    # that went through would lose them); read again, each is known by
+                    # its id and not made twice.
+                    if not found:
+                        await anyio.sleep(retries.next())
+                        continue
+                else:
+                    retries.reset()
                 for _stream, entries in found or ():
                     for _id, fields in entries:
                         await self._limiter.acquire()
@@ -139,7 +151,17 @@ class CallServer:
             except ValueError:
                 log.warning("an unreadable platform call was dropped")
                 return
+            log.debug("call %s (%s) for %s: read", call.id, call.method, call.key)
+            if call.id in self._served:
+                log.debug("call %s: served already", call.id)
+                return
+            self._served[call.id] = None
+            while len(self._served) > SERVED_KEPT:
+                self._served.popitem(last=False)
             answer = await self._answer(call)
+            log.debug(
+                "call %s: %s", call.id, "dropped" if answer is None else answer.error or "made"
+            )
             if answer is not None:
                 await self._reply(fields.get("r", ""), answer, call.deadline)
         except RedisError as exc:

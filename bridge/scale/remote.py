@@ -82,9 +82,13 @@ class CallLink:
         try:
             deadline = call.deadline or time.time() + CALL_TIMEOUT
             await self._send(platform, call, deadline)
+            log.debug("call %s (%s) for %s: sent", call.id, call.method, call.key)
             with anyio.move_on_after(deadline + ANSWER_GRACE - time.time()):
                 await done.wait()
             if not box:
+                log.warning(
+                    "call %s (%s) for %s: no answer by its deadline", call.id, call.method, call.key
+                )
                 raise TransientError(f"no frontend answered in {CALL_TIMEOUT:g} s")
             self._stats.call_seconds.observe(time.monotonic() - started)
             answer: Answer = box[0]
