@@ -5,7 +5,7 @@ and the fake Slack (Socket Mode), real agents on the fake LLM.
 Eight conversations are warm (each answered once). Then four of them run a tool,
 redis-server stops while the tools run, stays down `DOWN` seconds (messages sent to
 two Telegram chats meanwhile wait at Telegram), and starts again with its data; the
-other conversations are written to at once. Every conversation's chat must move
+two other conversations are written to at once. Every conversation's chat must move
 again within `RESUMED_WITHIN` of Redis being back, and every message be answered
 (issue 34: three of eight stalled ~30 s).
 """
@@ -184,7 +184,7 @@ async def test_every_conversation_goes_on_within_seconds_of_a_redis_restart(
                             )
                         )
                     tg.start_soon(run.watch)
-                    await slack.connected()
+                    await slack.connected(WAIT)  # three processes starting on a loaded machine
                     await until(
                         lambda: all(
                             "serving" in (tmp_path / f"{w}.log").read_text(errors="replace")
@@ -207,7 +207,9 @@ async def test_every_conversation_goes_on_within_seconds_of_a_redis_restart(
                     await anyio.to_thread.run_sync(redis.start_again)
                     back = time.monotonic()
                     timings["down"] = round(back - down, 1)
-                    after = [await run.send(c, "after") for c in idle]
+                    # Not to those still answering what they were sent meanwhile: a message
+                    # there would steer that run, which is not what this test is about.
+                    after = [await run.send(c, "after") for c in idle if c not in tg_idle[:2]]
                     tokens = running + waiting + after
                     await run.all_answered(tokens, RESUMED_WITHIN + WAIT)
                     took = {t: round(run.answered[t] - back, 1) for t in tokens}
