@@ -13,6 +13,13 @@ the replay, so the replay edits those messages instead of posting them again
 run's end only once everything that run showed has been delivered and no new run has
 begun, and the host is then told it may forget those records.
 
+So a replay may go through a run the chat already shows to its end (the next run
+began before the last ops of this one were delivered; or the process died just
+then). Its status message says "✅ done" by then, and the replayed run's opening
+would edit it back to "⏳ working…" with [⏹ Stop] (its end follows, but not at once:
+the ops between them keep it from merging). The status slots delivered with their
+final line are kept in the record (`ended`), and a replay makes no op on them.
+
 Why a take-back costs little however long the runs have run: what the records after
 `applied` show is kept, folded small (`bridge/rpc/shown.py`), in the store as a
 snapshot, at most every `SHOWN_EVERY` seconds per conversation (`SHOWN_AT_TOOL` after a
@@ -35,9 +42,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from bridge.model import AnswerPress, MessageRef, Send, Upload
+from bridge.model import AnswerPress, Delete, Edit, MessageRef, Send, Upload
 from bridge.platform import Streaming
-from bridge.render.status import Numbering
+from bridge.render.status import Numbering, run_is_live
 from bridge.rpc.events import ToolExecutionEnd, ToolExecutionStart
 from bridge.rpc.hostlink import HostAddress, HostLink, HostPlan, process_start, remove_stale
 from bridge.rpc.profile import PROFILES
@@ -130,6 +137,9 @@ class Hosting:
         self._shown_busy = False
         self._shown_soon = False  # a tool started or ended since: due sooner
         self._shown_lock = anyio.Lock()
+        # The status slots an earlier process showed to their end: the replay's ops on
+        # them are dropped (this process's own, e.g. an interruption's reason, are not).
+        self._ended: frozenset[str] = frozenset()
 
     @property
     def _record(self) -> HostRecord | None:
@@ -149,6 +159,7 @@ class Hosting:
         if live:  # the store's times are wall-clock; the renderer's are monotonic
             began = self.services.clock() - (self.services.wall() - live[0].started_at)
         conversation.renderer.counts = Numbering(record.runs, record.messages, began)
+        self._ended = frozenset(record.ended)
         self._held = []
         self._held_since = self.services.clock()
         for slot, message_id in (await self._end_streams(record)).items():
@@ -242,7 +253,13 @@ class Hosting:
 
     def held(self, ops: Sequence[Op]) -> Sequence[Op]:
         """Of `ops`, those to send now: all, unless a replay is on (a press is
-        answered at once even then)."""
+        answered at once even then); none on a status an earlier process ended."""
+        if self._ended:
+            ops = [
+                op
+                for op in ops
+                if not isinstance(op, Send | Edit | Delete) or op.slot not in self._ended
+            ]
         if self._held is None:
             return ops
         self._held += [op for op in ops if not isinstance(op, AnswerPress)]
@@ -311,8 +328,11 @@ class Hosting:
             slots[f"{STREAM}{stream.run}"] = stream.ref.message_id
         if ref is not None and isinstance(op, Send | Upload):
             slots[op.slot] = ref.message_id
-        if slots != record.slots:
-            await self._update(slots=slots)
+        ended = list(record.ended)
+        if isinstance(op, Send | Edit) and run_is_live(op) is False and op.slot not in ended:
+            ended.append(op.slot)  # its final line: a replay must not reopen it
+        if slots != record.slots or ended != record.ended:
+            await self._update(slots=slots, ended=ended)
 
     async def _end_streams(self, record: HostRecord) -> dict[str, str]:
         """Stop the streams an earlier bridge left open (their run goes on in a new
@@ -346,7 +366,7 @@ class Hosting:
                 await anyio.sleep(SETTLE_POLL)
         if agent.state.busy or outbox.pending(key) or self._record is None:
             return  # a new run began: its own end settles both
-        await self._update(applied=seq, runs=runs, messages=messages, slots={})
+        await self._update(applied=seq, runs=runs, messages=messages, slots={}, ended=[])
         link.shown.forget(seq)
         await self._drop_shown(seq)
         # Lost, the host keeps them a little longer: `applied` is what counts.

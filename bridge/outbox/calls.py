@@ -17,6 +17,7 @@ from bridge.outbox.refusals import is_refusal
 from bridge.outbox.runs import run_streamed
 from bridge.outbox.streams import extension, markdown_of, pieces
 from bridge.platform import MessageGone, PlatformCall, PlatformError, StreamEnded, perform
+from bridge.render.status import run_is_live
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 # The conversation a platform call is made for, for an adapter that must say whose it
 # is (a worker's calls through a frontend are fenced by the conversation's lease).
 CALLING: ContextVar[str] = ContextVar("CALLING", default="")
+# Whether that call shows a run's status live (True: with [⏹ Stop]), over (False), or
+# no status (None): a frontend keeps a status over once it made it so (bridge/scale/).
+SHOWING: ContextVar[bool | None] = ContextVar("SHOWING", default=None)
 
 
 async def call(
@@ -48,10 +52,11 @@ async def call(
     in a chat that streams, it starts a stream that later ops of the slot append to,
     stop or leave (`_streamed`). `slot_map` gives a conversation's map, made on first
     use."""
-    token = CALLING.set(entry.key)
+    token, showing = CALLING.set(entry.key), SHOWING.set(run_is_live(entry.op))
     try:
         await _call(adapter, entry, slot_map, clock, drafts, streams)
     finally:
+        SHOWING.reset(showing)
         CALLING.reset(token)
 
 

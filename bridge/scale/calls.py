@@ -29,14 +29,17 @@ import contextlib
 import logging
 import math
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from redis.exceptions import RedisError
 
 from bridge.backoff import Backoff, Retries
-from bridge.platform import PlatformError, perform
+from bridge.model import MessageRef
+from bridge.platform import NotModified, PlatformError, perform
 from bridge.scale.budget import Budgets
+from bridge.scale.ended import EndedStatuses
 from bridge.scale.groups import REDIS_BACKOFF, ensure_group
 from bridge.scale.wire import Answer, Call, Fenced, answered, failed
 
@@ -61,8 +64,9 @@ GROUP = "frontends"
 STREAM_CAP = 100_000  # entries kept in a call or reply stream (approximate trimming)
 BLOCK_MS = 2000
 CONCURRENT_CALLS = 64  # per frontend and platform
-REPLY_TRIES = 8  # ≈ 10 s of back-off: a Redis restart
-REPLY_BACKOFF = Backoff(first=0.1, cap=2.0)  # the waits between those tries
+SERVED_KEPT = 10_000  # call ids remembered, to make a call read twice once
+REPLY_TRIES = 8  # at least, ≈ 7 s of back-off; and for as long as the worker waits
+REPLY_BACKOFF = Backoff(first=0.1, cap=1.0)  # the waits between those tries
 
 
 def calls_stream(prefix: str, platform: str) -> str:
@@ -89,15 +93,20 @@ class CallServer:
         self._instance = instance
         self._fence_of = fence_of  # key → its current fencing token
         self._budgets = Budgets(client, prefix, platform)
+        self._ended = EndedStatuses(client, prefix, platform)
         self._stats = stats
         self._forms = forms
         self._limiter = anyio.Semaphore(CONCURRENT_CALLS)  # released by the task it starts
+        # The calls served lately, by id: one read twice (again as pending after a Redis
+        # failure, or sent twice by a worker whose send's answer was lost) is made once.
+        self._served: OrderedDict[str, None] = OrderedDict()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         retries, ready = Retries(REDIS_BACKOFF), False
         async with anyio.create_task_group() as tg:
             while True:
+                found: Any = None
                 try:
                     start = ">"
                     if not ready:  # again after any failure: Redis may have lost it
@@ -108,7 +117,7 @@ class CallServer:
                         # Read once already, but the answer to the read was lost with
                         # the connection: they are this frontend's pending ones.
                         start = "0"
-                    found: Any = await self._redis.xreadgroup(
+                    found = await self._redis.xreadgroup(
                         GROUP, self._instance, {self._stream: start}, count=50, block=BLOCK_MS
                     )
                     ids = [entry_id for _s, entries in found or () for entry_id, _f in entries]
@@ -121,9 +130,15 @@ class CallServer:
                     self._stats.redis_errors += 1
                     ready = False
                     log.warning("reading platform calls failed (%s); retrying", exc)
-                    await anyio.sleep(retries.next())
-                    continue
-                retries.reset()
+                    # Read but not acknowledged, or acknowledged with the answer lost:
+                    # made all the same (left for the pending read, an acknowledgement
+                    # that went through would lose them); read again, each is known by
+                    # its id and not made twice.
+                    if not found:
+                        await anyio.sleep(retries.next())
+                        continue
+                else:
+                    retries.reset()
                 for _stream, entries in found or ():
                     for _id, fields in entries:
                         await self._limiter.acquire()
@@ -136,9 +151,19 @@ class CallServer:
             except ValueError:
                 log.warning("an unreadable platform call was dropped")
                 return
+            log.debug("call %s (%s) for %s: read", call.id, call.method, call.key)
+            if call.id in self._served:
+                log.debug("call %s: served already", call.id)
+                return
+            self._served[call.id] = None
+            while len(self._served) > SERVED_KEPT:
+                self._served.popitem(last=False)
             answer = await self._answer(call)
+            log.debug(
+                "call %s: %s", call.id, "dropped" if answer is None else answer.error or "made"
+            )
             if answer is not None:
-                await self._reply(fields.get("r", ""), answer)
+                await self._reply(fields.get("r", ""), answer, call.deadline)
         except RedisError as exc:
             self._stats.redis_errors += 1
             log.warning("answering a platform call failed: %s", exc)
@@ -147,37 +172,61 @@ class CallServer:
         finally:
             self._limiter.release()
 
-    async def _reply(self, stream: str, answer: Answer) -> None:
-        """The call was made: its answer must get through a Redis blip, or the worker
-        would take the call for lost and make it again."""
-        for attempt in range(REPLY_TRIES):
+    async def _reply(self, stream: str, answer: Answer, deadline: float) -> None:
+        """The call was made: its answer must get through a Redis restart, or the
+        worker would take the call for lost and make it again. Tried again while its
+        worker still waits for it (up to its deadline and the grace), at least
+        `REPLY_TRIES` times."""
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 await self._redis.xadd(stream, {"a": answer.model_dump_json()}, maxlen=STREAM_CAP)
                 return
             except RedisError as exc:
-                if attempt == REPLY_TRIES - 1:
+                waited_for = time.time() < deadline + ANSWER_GRACE if deadline else False
+                if attempt >= REPLY_TRIES and not waited_for:
                     raise
                 self._stats.redis_errors += 1
                 log.warning("answering a platform call failed (%s); retrying", exc)
-                await anyio.sleep(REPLY_BACKOFF.delay(attempt + 1))
+                await anyio.sleep(REPLY_BACKOFF.delay(attempt))
 
     async def _refused(self, call: Call) -> Answer | Literal[False] | None:
         """None: its worker gave up on it (past its deadline), and may have retried it
-        already; `Fenced`: another worker owns its conversation now; False: make it."""
+        already; `Fenced`: another worker owns its conversation now; `NotModified`: it
+        would show working a status a call made over (a replay's, ended.py); False:
+        make it."""
         if call.deadline and time.time() > call.deadline:
             return None
         if call.key and await self._fence_of(call.key) != call.fence:
             return failed(call.id, Fenced(f"{call.key}: another worker owns it now"))
+        if call.status == "live" and call.ref is not None and await self._ended.ended(call.ref):
+            log.info("%s: a status shown over was not edited back to live", call.key)
+            return failed(call.id, NotModified("the run's end is shown; it stays"))
         return False
 
+    async def _cleared(self, call: Call) -> Answer | Literal[False] | None:
+        """`_refused`, and the call's budget taken, through a Redis restart: tried again
+        until Redis answers or the call's deadline passes. A call dropped here for a
+        Redis error would go unanswered, and its worker would wait out its deadline
+        (30 s) before trying again: the stall of a Redis restart (issue 34)."""
+        retries = Retries(REDIS_BACKOFF)
+        while True:
+            try:
+                if (refused := await self._refused(call)) is not False:
+                    return refused
+                chat = call.chat or (call.ref.chat if call.ref is not None else None)
+                buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
+                self._stats.budget_waits += await self._budgets.take(buckets)
+                # Again: the budget may have held it past its deadline, or past the lease.
+                return await self._refused(call)
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                log.warning("checking a platform call failed (%s); retrying", exc)
+                await anyio.sleep(retries.next())
+
     async def _answer(self, call: Call) -> Answer | None:
-        if (refused := await self._refused(call)) is not False:
-            return refused
-        chat = call.chat or (call.ref.chat if call.ref is not None else None)
-        buckets = self._budgets.buckets(self._adapter.limits, call.method, chat)
-        self._stats.budget_waits += await self._budgets.take(buckets)
-        # Again: the budget may have held it past its deadline, or past the lease.
-        if (refused := await self._refused(call)) is not False:
+        if (refused := await self._cleared(call)) is not False:
             return refused
         try:
             left = call.deadline - time.time() if call.deadline else math.inf
@@ -187,6 +236,10 @@ class CallServer:
                 log.warning("platform call %s cut off at its deadline", call.method)
                 return None  # its worker takes it for lost, after the deadline
             answer = answered(call.id, made)
+            shown = made if isinstance(made, MessageRef) else call.ref
+            if call.status == "over" and shown is not None:
+                with contextlib.suppress(RedisError):  # the worker's record has it too
+                    await self._ended.mark(shown)
             if self._forms is not None and call.buttons:
                 # Its press may reach another frontend: the form must be found there.
                 with contextlib.suppress(RedisError):

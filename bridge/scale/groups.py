@@ -18,8 +18,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-# Redis calls retried: 0.1 s doubling, at most 5 s, from the start again after a success.
-REDIS_BACKOFF = Backoff(first=0.1, cap=5.0)
+# Redis calls retried: 0.1 s doubling, at most 1 s, from the start again after a success.
+# At most 1 s: the loops that wait so (the calls and their answers) carry every chat's
+# output, and a Redis back after a restart must be found within a second, not after a
+# wait grown while it was down (5 s before: up to 10 s more across a frontend and a
+# worker).
+REDIS_BACKOFF = Backoff(first=0.1, cap=1.0)
 
 
 async def ensure_group(client: aioredis.Redis, stream: str, group: str, start: str = "0") -> None:

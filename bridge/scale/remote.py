@@ -25,7 +25,7 @@ import anyio
 from redis.exceptions import RedisError
 
 from bridge.backoff import Retries
-from bridge.outbox.calls import CALLING
+from bridge.outbox.calls import CALLING, SHOWING
 from bridge.platform import (
     Drafting,
     PlatformCall,
@@ -80,23 +80,42 @@ class CallLink:
         self._waiting[call.id] = (done, box)
         started = time.monotonic()
         try:
-            fields: Any = {"c": call.model_dump_json(), "r": self._replies}
-            try:
-                await self._redis.xadd(
-                    calls_stream(self._prefix, platform), fields, maxlen=STREAM_CAP
-                )
-            except RedisError as exc:
-                self._stats.redis_errors += 1
-                raise TransientError(f"Redis: {exc}") from None
-            with anyio.move_on_after(CALL_TIMEOUT + ANSWER_GRACE):
+            deadline = call.deadline or time.time() + CALL_TIMEOUT
+            await self._send(platform, call, deadline)
+            log.debug("call %s (%s) for %s: sent", call.id, call.method, call.key)
+            with anyio.move_on_after(deadline + ANSWER_GRACE - time.time()):
                 await done.wait()
             if not box:
+                log.warning(
+                    "call %s (%s) for %s: no answer by its deadline", call.id, call.method, call.key
+                )
                 raise TransientError(f"no frontend answered in {CALL_TIMEOUT:g} s")
             self._stats.call_seconds.observe(time.monotonic() - started)
             answer: Answer = box[0]
             return answer
         finally:
             self._waiting.pop(call.id, None)
+
+    async def _send(self, platform: str, call: Call, deadline: float) -> None:
+        """Onto the platform's call stream, through a Redis restart: tried again (at
+        most a second apart, so a Redis back is found at once) until the call's
+        deadline, then a `TransientError` for the outbox. Not the outbox's own retries,
+        whose waits grow to 30 s and which give up after five."""
+        fields: Any = {"c": call.model_dump_json(), "r": self._replies}
+        retries = Retries(REDIS_BACKOFF)
+        while True:
+            try:
+                await self._redis.xadd(
+                    calls_stream(self._prefix, platform), fields, maxlen=STREAM_CAP
+                )
+                return
+            except RedisError as exc:
+                self._stats.redis_errors += 1
+                delay = retries.next()
+                if time.time() + delay >= deadline:
+                    raise TransientError(f"Redis: {exc}") from None
+                log.warning("sending a platform call failed (%s); retrying", exc)
+                await anyio.sleep(delay)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read the answers for this worker until cancelled."""
@@ -254,11 +273,13 @@ class RemoteAdapter:
         fence = self._fence(key) if key else 0
         if key and fence == 0:
             raise Fenced(f"{key} is not this worker's")
+        showing = SHOWING.get()
         wired = Call(
             id=secrets.token_hex(8),
             key=key,
             fence=fence,
             deadline=time.time() + CALL_TIMEOUT,
+            status="" if showing is None else "live" if showing else "over",
             **carried(call),
         )
         answer = await self._link.call(self._platform, wired)

@@ -84,6 +84,9 @@ class Call(BaseModel):
     key: str = ""  # the conversation it is for ("" none: fencing not checked)
     fence: int = 0
     deadline: float = 0.0  # unix time after which nobody waits for the answer
+    # A run's status shown "live" ([⏹ Stop]) or "over" by this call, or "" (no status):
+    # a frontend never makes a live edit of a status it made over (ended.py).
+    status: Literal["", "live", "over"] = ""
     chat: ChatRef | None = None
     ref: MessageRef | None = None
     text: str = ""

@@ -58,7 +58,8 @@ class HostRecord(BaseModel):
     after it, through a renderer whose counters are set back to `runs` and `messages`
     (so the replay names its messages as before), with the messages already posted
     since (`slots`: slot → platform message id) adopted, so replaying edits them
-    instead of posting them again.
+    instead of posting them again; a run's status shown to its end since (`ended`)
+    is not touched by the replay at all.
     """
 
     socket: str
@@ -73,6 +74,9 @@ class HostRecord(BaseModel):
     runs: int = 0
     messages: int = 0
     slots: dict[str, str] = Field(default_factory=dict)
+    # Status slots among `slots` whose final line the chat shows: a replay leaves them
+    # be (its run's opening would edit a "✅ done" back to "⏳ working…").
+    ended: list[str] = Field(default_factory=list)
 
 
 PlanPhase = Literal["planning", "ready", "revising", "executing"]

@@ -19,6 +19,7 @@ import pytest
 from bridge.conversation.hosts import alive, stop_all
 from bridge.model import ButtonPress, ChatRef, Inbound
 from bridge.options import ApprovalOptions
+from bridge.platform import TransientError
 from bridge.service import Bridge
 from bridge.store import open_store
 from tests.conftest import require_agent
@@ -166,3 +167,39 @@ async def test_agents_taken_back_are_counted_even_over_the_cap(
                 assert len(bridge.supervisor.slots.live) == 2
                 harness = BridgeHarness(bridge, adapter)
                 await harness.until(lambda: harness.all_text().count(ANSWER) == 2)
+
+
+async def test_a_run_shown_to_its_end_is_not_reopened_when_it_is_replayed(
+    opts: BridgeOptions, fake_llm: FakeLLM
+) -> None:
+    """A run's end is shown, but the next run begins before the run's last op (its
+    reaction, retried here) went out: the run does not count as shown, and a restart
+    replays it. Its status message says "✅ done" and must go on saying so: the
+    replayed opening would edit it back to "⏳ working…" with [⏹ Stop] (issue 34)."""
+    fake_llm.add("quick job", Reply(text="Quick answer."))
+    adapter = RecordingAdapter(limits=LIMITS)
+    async with stored(opts) as store:
+        async with Bridge(adapter, store, opts) as bridge:
+            harness = BridgeHarness(bridge, adapter)
+            adapter.fail_next("react", TransientError("not now"), times=3)  # ≈ 3.5 s
+            await harness.say("do the quick job")
+            await harness.shown("Quick answer.")
+            await harness.shown("✅ done")
+            [first] = [m for m in adapter.messages.values() if "✅ done" in m.text]
+            asked = adapter.calls_of("react")[0].ref
+            await harness.say("run the slow job")
+            await harness.shown("echo early")
+            record = await store.get_conversation(KEY)
+            assert record is not None
+            assert record.host is not None
+            assert record.host.runs == 0, "the first run counts as shown: nothing to test"
+        before = len(adapter.calls)
+        async with Bridge(adapter, store, opts) as bridge:
+            harness = BridgeHarness(bridge, adapter)
+            await harness.shown(ANSWER)
+            await harness.idle()
+    later = [c for c in adapter.calls[before:] if c.ref in (first.ref, asked)]
+    assert later == [], [(c.kind, c.text, c.buttons) for c in later]
+    assert first.text.startswith("✅ done"), first.edits
+    assert harness.all_text().count(ANSWER) == 1
+    assert harness.all_text().count("Quick answer.") == 1

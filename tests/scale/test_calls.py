@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bridge.model import ChatRef, MessageRef, PlatformLimits
-from bridge.outbox.calls import CALLING
+from bridge.outbox.calls import CALLING, SHOWING
 from bridge.platform import (
     BadFormatting,
     MessageGone,
@@ -65,9 +66,10 @@ class Rig:
 
 @contextlib.asynccontextmanager
 async def rig(
-    client: aioredis.Redis, limits: PlatformLimits = FAST, *, serve: bool = True
+    client: aioredis.Redis, limits: PlatformLimits = FAST, *, serve: bool = True, outage: int = 0
 ) -> AsyncIterator[Rig]:
-    """A frontend (unless not `serve`) and a worker holding KEY's lease, running."""
+    """A frontend (unless not `serve`) and a worker holding KEY's lease, running. The
+    frontend's first `outage` fencing checks meet Redis restarting."""
     prefix, instance = f"t{uuid.uuid4().hex}:", f"i-{uuid.uuid4().hex[:6]}"
     platform = StreamingAdapter(limits)
     leases = Leases(client, prefix)
@@ -76,11 +78,19 @@ async def rig(
     tokens = {KEY: held.token}
     link = CallLink(client, prefix, instance, ScaleStats())
     remote = RemoteAdapter(StreamingAdapter(limits), link, PLATFORM, lambda k: tokens.get(k, 0))
+    failing = [outage]
+
+    async def fence_of(key: str) -> int:
+        if failing[0] > 0:
+            failing[0] -= 1
+            raise RedisConnectionError("Connection closed by server.")
+        return await leases.current_token(key)
+
     async with anyio.create_task_group() as tg:
         if serve:
             forms = SharedForms(client, prefix)
             server = CallServer(
-                client, prefix, PLATFORM, platform, "f1", leases.current_token, ScaleStats(), forms
+                client, prefix, PLATFORM, platform, "f1", fence_of, ScaleStats(), forms
             )
             await tg.start(server.run)
         await tg.start(link.run)
@@ -88,6 +98,16 @@ async def rig(
         with anyio.fail_after(WAIT):
             yield Rig(client, prefix, platform, remote, link, leases, tokens, instance)
         tg.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def showing(live: bool | None) -> Iterator[None]:
+    """What the outbox says of a call: it shows a run's status live, over, or neither."""
+    token = SHOWING.set(live)
+    try:
+        yield
+    finally:
+        SHOWING.reset(token)
 
 
 @contextlib.contextmanager
@@ -349,3 +369,44 @@ async def test_a_buttons_form_is_found_by_every_frontend(client: aioredis.Redis)
         assert await elsewhere.find("tok-deny") == why
         assert await elsewhere.find("tok-allow") is None
         assert await elsewhere.find("unknown") is None
+
+
+async def test_a_call_whose_check_meets_a_redis_restart_is_made_once_redis_answers(
+    client: aioredis.Redis,
+) -> None:
+    # Dropped, the call went unanswered and its worker waited out its deadline and
+    # grace (35 s) before its outbox tried again: the stall of a Redis restart.
+    async with rig(client, outage=3) as r:
+        started = time.monotonic()
+        with calling(KEY):
+            await r.remote.send(CHAT, "through the restart")
+        assert time.monotonic() - started < 3.0
+    assert [c.text for c in r.platform.calls] == ["through the restart"]
+
+
+async def test_a_status_a_call_made_over_is_never_edited_live_again(
+    client: aioredis.Redis,
+) -> None:
+    # Issue 34: a worker killed while its run's end waited at a frontend; the end was
+    # made, and the next owner's replay edited the status back to working.
+    async with rig(client) as r:
+        with calling(KEY):
+            with showing(True):
+                status = await r.remote.send(CHAT, "⏳ working…")
+            with showing(False):
+                await r.remote.edit(status, "✅ done")
+            with showing(True), pytest.raises(NotModified):
+                await r.remote.edit(status, "⏳ working…")
+            with showing(False):  # an interruption's reason may still be added
+                await r.remote.edit(status, "✅ done: and why")
+            with showing(None):  # not a status: not refused
+                await r.remote.edit(status, "text")
+            with showing(True):  # another run's status
+                await r.remote.send(CHAT, "⏳ working…")
+    assert [c.text for c in r.platform.calls] == [
+        "⏳ working…",
+        "✅ done",
+        "✅ done: and why",
+        "text",
+        "⏳ working…",
+    ]

@@ -7,9 +7,11 @@ same status message, again before the lease could lapse)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 import redis.asyncio as aioredis
 
@@ -144,3 +146,66 @@ async def test_a_worker_restarted_under_its_name_takes_its_running_agent_back(
     assert "interrupted" not in status.text
     assert "second-half" in status.text or any("second-half" in t for t in texts)
     assert len([r for r in fake_llm.requests if r.rule == "long job" and r.step == 0]) == 1
+
+
+async def test_a_run_shown_done_stays_done_when_a_killed_worker_s_agent_is_taken_back(
+    tmp_path: Path, fake_llm: FakeLLM, agent_home: AgentHome
+) -> None:
+    """Issue 34: a run's end is shown, but the next run begins before the run's last op
+    (its reaction, failing for a while here) went out, so the run does not count as
+    shown. The worker is killed in the next run; taken back, the agent's records are
+    replayed from before the first run, whose opening would edit its "✅ done" back to
+    "⏳ working…" with [⏹ Stop]."""
+    fake_llm.add("quick job", Reply(text="Quick answer."))
+    fake_llm.add(
+        "long job", Reply(tool_calls=[ToolCall("bash", {"command": TOOL})]), Reply(text="Done.")
+    )
+    with RedisServer(tmp_path / "redis") as redis:
+        async with FakeTelegram() as telegram, holder(redis.url) as client:
+            env = env_for(tmp_path, agent_home, telegram, redis.url)
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    start = stack.enter_async_context
+                    front = await start(
+                        bridge_process(tmp_path, role(tmp_path, env, "f1"), "f1.log")
+                    )
+                    first: Process = await start(
+                        bridge_process(tmp_path, role(tmp_path, env, "w1"), "w1-first.log")
+                    )
+                    telegram.fail("setMessageReaction", "Bad Gateway", status=502, times=4)
+                    telegram.message(CHAT, "do the quick job")
+                    await telegram.bot_message("Quick answer.", CHAT, within=WAIT)
+                    done = await telegram.bot_message("✅ done", CHAT, within=WAIT)
+                    telegram.message(CHAT, "start the long job")
+                    await telegram.bot_message("first-half", CHAT, within=WAIT)
+                    raw = await client.get(f"pi-bridge:conv:tg:{CHAT}")
+                    host = json.loads(str(raw))["host"]
+                    assert host["runs"] == 0, "the first run counts as shown: nothing to test"
+                    first.kill()
+                    await first.wait()
+                    again = await start(
+                        bridge_process(tmp_path, role(tmp_path, env, "w1"), "w1-again.log")
+                    )
+                    await telegram.bot_message("Done.", CHAT, within=WAIT)
+                    await telegram.wait_for(
+                        lambda: (
+                            len([m for m in telegram.bot_messages(CHAT) if "✅ done" in m.text])
+                            == 2
+                        ),
+                        WAIT,
+                    )
+                    await anyio.sleep(2)  # a late edit would come now
+                    assert await stop(again) == 0
+                    assert await stop(front) == 0
+            finally:
+                kill_agents(tmp_path / "data")
+    edits = [
+        str(c.params.get("text"))
+        for c in telegram.calls_of("editMessageText")
+        if str(c.params.get("message_id")) == str(done.message_id)
+    ]
+    final = next(i for i, text in enumerate(edits) if text.startswith("✅ done"))
+    assert [t for t in edits[final:] if "working" in t] == [], edits
+    assert done.text.startswith("✅ done"), done.text
+    texts = [m.text for m in telegram.bot_messages(CHAT)]
+    assert len([t for t in texts if "Quick answer." in t]) == 1, texts

@@ -227,8 +227,8 @@ class FakeSlack(StreamingMethods):
     async def wait_until(self, predicate: Callable[[], bool], within: float = WAIT) -> None:
         await until(predicate, within)
 
-    async def connected(self) -> None:
-        await self.wait_until(lambda: self._ws is not None and not self._ws.closed)
+    async def connected(self, within: float = WAIT) -> None:
+        await self.wait_until(lambda: self._ws is not None and not self._ws.closed, within)
 
     # --- deliveries (Socket Mode, or HTTP) --------------------------------------------------
 

@@ -105,6 +105,11 @@ class RedisServer:
         if not self._start_once(port):
             raise RuntimeError(f"redis-server did not start again; its output:\n{self._output()}")
 
+    def start_again(self) -> None:
+        """Start again on the same port after `stop` (with `persist`, the same data)."""
+        if not self._start_once(self._port):
+            raise RuntimeError(f"redis-server did not start again; its output:\n{self._output()}")
+
     def stop(self) -> None:
         """Terminate our server (by its pid) and reap it; a no-op when not running."""
         process, self._process = self._process, None
