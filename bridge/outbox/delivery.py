@@ -252,12 +252,22 @@ class Outbox:
                     await self._sleep(SPARE_POLL)
                 continue
             await self._global.take(limits.global_rate)
-            if isinstance(head.op, Edit) and not routine and not self._streaming(head):
-                # Still queued while it waits: newer edits merge into it.
-                await self.pacer.take(limits, "edit", head.chat)
+            if not routine:
+                await self._budget_queued(head)
             if lane.queue and lane.queue[0] is head:
                 return head
         return None
+
+    async def _budget_queued(self, head: Entry) -> None:
+        """Take an Edit's budget while it is still queued, so newer edits merge into
+        it meanwhile: an edit's, or for text a stream grows by, an append's."""
+        self.pacer.unpaid()
+        if not isinstance(head.op, Edit):
+            return
+        if not self._streaming(head):
+            await self.pacer.take(self._limits, "edit", head.chat)
+        elif head.op.draft:
+            await self.pacer.prepay(self._limits, "append_stream", head.chat)
 
     async def _held(self, head: Entry) -> bool:
         if not self.streams.adapter or isinstance(head.op, AnswerPress | React):
@@ -319,6 +329,7 @@ class Outbox:
             outcome = await self._attempt(entry)
         finally:
             entry.in_flight = False
+            self.pacer.unpaid()
             # A draft is no message in the chat: it does not hold the chat's next
             # message back (its own pace is the renderer's, one per edit interval), so
             # the final message follows the last draft at once.

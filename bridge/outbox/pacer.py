@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 # The method a task paced last: the call a RateLimited that follows came from.
 _LAST: ContextVar[str] = ContextVar("_LAST", default="")
+# A token the task took for its next call of this method while the op was queued.
+_PREPAID: ContextVar[str] = ContextVar("_PREPAID", default="")
 
 
 def last_method() -> str:
@@ -105,8 +107,12 @@ class Pacer:
         self._sleep = sleep
 
     async def take(self, limits: PlatformLimits, method: str, chat: ChatRef | None = None) -> None:
-        """Wait out any hold on `method`, then for a token of each of its budgets."""
+        """Wait out any hold on `method`, then for a token of each of its budgets
+        (unless the task `prepay`s for this call)."""
         _LAST.set(method)
+        if _PREPAID.get() == method:
+            _PREPAID.set("")
+            return
         keys = hold_keys(limits, method, chat)
         while (left := await self.store.held(keys)) > 0:
             await self._sleep(left)
@@ -121,6 +127,21 @@ class Pacer:
             return False
         rates = rates_for(limits, method, chat)
         return not rates or await self.store.spare(rates)
+
+    async def prepay(
+        self, limits: PlatformLimits, method: str, chat: ChatRef | None = None
+    ) -> None:
+        """Take the task's next call of `method`'s tokens now: an op waits for them
+        while still queued, so newer text merges into it meanwhile and the call
+        carries the newest text when it goes."""
+        _PREPAID.set("")
+        await self.take(limits, method, chat)
+        _PREPAID.set(method)
+
+    @staticmethod
+    def unpaid() -> None:
+        """Forget a prepaid token the task did not use (its op changed meanwhile)."""
+        _PREPAID.set("")
 
     @staticmethod
     def note(method: str) -> None:
