@@ -1,9 +1,11 @@
 """Many Slack threads streaming long answers at once, against Slack's rate limits.
 
 The real stack from Socket Mode to the Web API: the project's fake Slack
-(`tests/support/fake_slack.py`, on 127.0.0.1, with `enforce_limits=True`: 429 for a
+(`tests/support/fake_slack.py`, on 127.0.0.1, with `enforce_limits=True`: a 429 for any
+call beyond its method's documented budget, tests/support/fake_slack_limits.py: a
 `chat.update` of a message within 1 s of its last one or beyond the workspace's Tier 3
-budget, and for `chat.postMessage` beyond 1 per second per channel with a burst of 3)
+budget, `chat.postMessage` beyond 1 per second per channel with a burst of 3, the stream
+methods beyond their tiers)
 → slack-bolt over Socket Mode → `slack_intake` → `Bridge` (sqlite store in a temporary
 directory) with the production `SlackAdapter` and its production `PlatformLimits` →
 stand-in agents (`bench/standin_stream_agent.py`, one process each) → the outbox → the
