@@ -12,6 +12,7 @@ from adapters.slack.adapter import LIMITS as SLACK
 from bridge.model import ChatRef, PlatformLimits
 from bridge.outbox.pacer import LocalRates, Pacer, hold_keys, last_method
 from bridge.rates import Rate, TokenBucket, rates_for
+from tests.support.purity import forbidden_loads, pure_cores
 
 TELEGRAM_LIKE = PlatformLimits(chat_rate=1.0, global_rate=30.0, group_chat_rate=1 / 3)
 CHANNEL = ChatRef("C1")
@@ -164,3 +165,8 @@ async def test_a_prepaid_token_serves_the_next_call_of_its_method_once() -> None
     assert time.now == pytest.approx(1.0)
     pacer.unpaid()
     assert math.isclose(time.now, 1.0)
+
+
+def test_the_pacing_core_is_pure() -> None:
+    assert pure_cores("bridge.rates") == ["bridge.rates"]
+    assert forbidden_loads("bridge.rates") == []
