@@ -1,9 +1,11 @@
 """Many Slack threads streaming long answers at once, against Slack's rate limits.
 
 The real stack from Socket Mode to the Web API: the project's fake Slack
-(`tests/support/fake_slack.py`, on 127.0.0.1, with `enforce_limits=True`: 429 for a
+(`tests/support/fake_slack.py`, on 127.0.0.1, with `enforce_limits=True`: a 429 for any
+call beyond its method's documented budget, tests/support/fake_slack_limits.py: a
 `chat.update` of a message within 1 s of its last one or beyond the workspace's Tier 3
-budget, and for `chat.postMessage` beyond 1 per second per channel with a burst of 3)
+budget, `chat.postMessage` beyond 1 per second per channel with a burst of 3, the stream
+methods beyond their tiers)
 → slack-bolt over Socket Mode → `slack_intake` → `Bridge` (sqlite store in a temporary
 directory) with the production `SlackAdapter` and its production `PlatformLimits` →
 stand-in agents (`bench/standin_stream_agent.py`, one process each) → the outbox → the
@@ -30,10 +32,10 @@ after the other on the same load): Slack's native streams (`chat.startStream` /
 posted message. A streamed marker is visible when the start or append carrying it is
 accepted.
 
-Run from the repository root: `.venv/bin/python bench/slack_load.py [--threads 50]
+Run from the repository root: `.venv/bin/python -m bench.slack_load [--threads 5,20,50]
 [--deltas 2000] [--rate 100] [--channels 50,1] [--paths stream,edit] [--json]`.
-`--channels` takes a comma-separated list and runs one case per entry (default: one
-channel per thread).
+`--threads` and `--channels` take comma-separated lists and run one case per pair
+(default: one channel per thread).
 """
 
 from __future__ import annotations
@@ -313,7 +315,7 @@ def report(case: Case) -> list[str]:
 
 
 async def run(args: argparse.Namespace) -> None:
-    counts = [int(n) for n in args.channels.split(",")] if args.channels else [args.threads]
+    threads = [int(n) for n in str(args.threads).split(",")]
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     header = (
         f"python {platform.python_version()}, cpus {cpus}, {platform.machine()}, "
@@ -323,11 +325,9 @@ async def run(args: argparse.Namespace) -> None:
         print(header, flush=True)
     cases = []
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
-    for channels in counts:
+    for count, channels in [(n, c) for n in threads for c in _ints(args.channels) or [n]]:
         for path in paths:
-            case = Case(
-                args.threads, max(1, min(channels, args.threads)), args.deltas, args.rate, path
-            )
+            case = Case(count, max(1, min(channels, count)), args.deltas, args.rate, path)
             await run_case(case, args.timeout)
             cases.append(case)
             if not args.json:
@@ -344,13 +344,21 @@ async def run(args: argparse.Namespace) -> None:
         print(json.dumps({"env": header, "cases": [asdict(c) for c in cases]}, indent=2))
 
 
+def _ints(text: str | None) -> list[int]:
+    return [int(n) for n in text.split(",")] if text else []
+
+
 def _ratio(x: float, y: float) -> str:
     return f"{x / y:.2f}" if y and not math.isnan(x) and not math.isnan(y) else "n/a"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--threads", type=int, default=50, help="threads streaming at once")
+    parser.add_argument(
+        "--threads",
+        default="50",
+        help="threads streaming at once; a comma-separated list: one case each",
+    )
     parser.add_argument("--deltas", type=int, default=2000, help="text deltas per answer")
     parser.add_argument("--rate", type=float, default=100.0, help="deltas per second per agent")
     parser.add_argument(

@@ -312,6 +312,17 @@ class PlatformLimits:
     # Each thread paced as a chat of its own: a Discord thread is a channel with its own
     # limits, where a Slack thread or a Telegram topic shares its chat's.
     thread_lanes: bool = False
+    # Where a platform limits each method by its own measure (Slack: "per API method
+    # per app per workspace", only chat.postMessage per channel; bridge/rates.py): the
+    # calls `chat_rate` holds to per chat, after a burst of `chat_burst`; every other
+    # method only by its own budget (`method_rates`, and the edit, stream, append and
+    # status rates above), so threads of one chat never wait for each other's pace.
+    # Empty: the platform paces every call per chat (Telegram, Discord).
+    chat_methods: frozenset[str] = frozenset()
+    chat_burst: int = 1
+    # Further workspace-wide budgets, per method of `bridge.platform.MEMBERS`:
+    # (method, calls per second, burst).
+    method_rates: tuple[tuple[str, float, int], ...] = ()
 
     def lane_of(self, chat: ChatRef) -> str:
         """What one lane of calls (and one chat's rate) is kept for."""

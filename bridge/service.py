@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from bridge.model import Inbound
     from bridge.options import BridgeOptions
+    from bridge.outbox.pacer import RateStore
     from bridge.platform import Adapter
     from bridge.store.base import Store
 
@@ -84,15 +85,18 @@ class Bridge:
         shared: bool = False,
         taken: Callable[[Inbound], None] | None = None,
         scheduled_to: Forward | None = None,
+        rates: RateStore | None = None,
     ) -> None:
         """`forward`: admit here, carry out elsewhere (no conversations, no agents).
         `shared`: conversations are leased among workers (`Supervisor.take_over`);
         `taken` hears of each inbound carried out. `scheduled_to`: where scheduled
-        runs go (a worker's: onto their conversation's stream; None: admitted here)."""
+        runs go (a worker's: onto their conversation's stream; None: admitted here).
+        `rates`: where the platform's per-method budgets are kept (None: in this
+        process; a scale-out's processes share them in Redis)."""
         self.adapter = adapter
         self.store = store
         self.options = options
-        self.outbox = Outbox(adapter, clock=clock)
+        self.outbox = Outbox(adapter, clock=clock, rates=rates)
         self.services = Services(
             adapter=adapter,
             outbox=self.outbox,

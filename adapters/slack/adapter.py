@@ -58,20 +58,31 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Slack limits each method on its own, "per API method per app per workspace"
+# (docs.slack.dev/apis/web-api/rate-limits; the figures and pages are cited in
+# docs/performance.md): only chat.postMessage is also paced per channel, so a
+# channel's threads share that one pace and nothing else (`chat_methods`), and each
+# thread is a lane of its own.
 LIMITS = PlatformLimits(
     max_text=12_000,  # one markdown block per message (format.MARKDOWN_BLOCK_MAX)
     max_caption=4_000,
     max_button_data=2_000,  # Block Kit button `value`
     max_buttons_per_row=5,
     edit_interval=1.0,
-    chat_rate=1.0,  # chat.postMessage: about one message per second per channel
+    # chat.postMessage (special tier): "one message per second per channel", short
+    # bursts allowed; a file's upload posts a message in the channel too.
+    chat_rate=1.0,
+    chat_burst=2,
+    chat_methods=frozenset({"send", "upload"}),
+    thread_lanes=True,
     global_rate=20.0,
     # chat.update is a Tier 3 method: 50+ a minute per workspace, bursts tolerated.
     # Streams in many threads share it (the outbox takes turns); each still edits
     # at most once a second.
     edit_rate=50 / 60,
     edit_burst=10,
-    # chat.startStream / stopStream: Tier 2, 20+ a minute per workspace; past it, edit.
+    # chat.startStream / stopStream: Tier 2, 20+ a minute per workspace, each its own
+    # budget; past it, edit.
     stream_rate=20 / 60,
     stream_burst=5,
     # chat.appendStream: Tier 4, 100+ a minute per workspace. setStatus has "special"
@@ -79,6 +90,8 @@ LIMITS = PlatformLimits(
     append_rate=100 / 60,
     append_burst=10,
     status_rate=50 / 60,
+    # chat.delete and reactions.add / remove: Tier 3; chat.postEphemeral: Tier 4.
+    method_rates=(("delete", 50 / 60, 10), ("react", 50 / 60, 10), ("answer_press", 100 / 60, 10)),
 )
 FILE_PREFIX = "file:"  # message ids of uploads are file ids: deleted with files.delete
 MAX_IMAGE_BYTES = MAX_ATTACHMENT

@@ -24,6 +24,7 @@ import redis.asyncio as aioredis
 
 from bridge.app import serving
 from bridge.platform import Forms
+from bridge.scale.budget import SharedRates
 from bridge.scale.calls import CallServer
 from bridge.scale.forms import SharedForms
 from bridge.scale.frontend import Forwarder, while_polling
@@ -92,6 +93,7 @@ async def frontend(
                 bot_name=bot_name,
                 prefixes=platform.traits.commands,
                 forward=forward,
+                rates=SharedRates(client, prefix, platform.name, stats),
             )
             async with bridge, anyio.create_task_group() as tg:
                 await tg.start(calls.run)
@@ -142,6 +144,8 @@ async def worker(
                         taken=worker.taken,
                         # Its schedules' runs go where its messages go: to the owner.
                         scheduled_to=Forwarder(client, prefix, options, stats, store),
+                        # Workspace-wide budgets are one budget for all workers.
+                        rates=SharedRates(client, prefix, platform.name, stats),
                     )
                     bridges.append(await stack.enter_async_context(bridge))
                     metrics.counting(platform.name, bridge)

@@ -25,7 +25,12 @@ Invariants:
   `ChatRef.is_group` uses the group values of `PlatformLimits` where it has them.
   Intervals count from the platform's answer to the previous call, since the
   platform times a call somewhere between our request and its answer. While an op
-  waits it stays queued, so edits arriving meanwhile merge into it.
+  waits it stays queued, so edits arriving meanwhile merge into it (an append to a
+  stream too: `Pacer.prepay`). Where the platform limits each method on its own
+  (`PlatformLimits.chat_methods`: Slack), the chat's rate holds only those methods
+  (posts, per chat, whatever the thread), every other method only its own budgets
+  (`bridge/rates.py`, kept by the `Pacer` in this process or in Redis), and a 429
+  holds the method refused instead of the lane.
 - Press answers and reactions skip the chat's queue: platforms want press answers
   within seconds, and neither is a message the chat's rate counts or that races
   the chat's messages. Each kind keeps its own order in its own lane (so a press

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bridge.model import ChatRef, Op, PlatformLimits
     from bridge.outbox.drafts import Drafts
     from bridge.outbox.lanes import Entry
+    from bridge.outbox.pacer import Pacer
     from bridge.outbox.slots import Placed, SlotMap
     from bridge.outbox.streams import Streams
     from bridge.platform import Adapter, Streaming
@@ -70,7 +71,9 @@ async def _call(
 ) -> None:
     op = entry.op
     if isinstance(op, AnswerPress | React):
-        await perform(adapter, call_of(op, entry.chat))
+        made = call_of(op, entry.chat)
+        await streams.pacer.take(adapter.limits, made.method, entry.chat)
+        await perform(adapter, made)
         return
     slots = slot_map(entry.key)  # only ops on messages: a press makes no map
     if await run_streamed(entry, slots, clock, streams, adapter.limits):
@@ -82,7 +85,7 @@ async def _call(
         return
     entry.drafted = isinstance(op, Send) and op.draft and await _drafted(entry, op, drafts)
     if not entry.drafted:
-        await _ordinary(adapter, entry, op, slots, clock)
+        await _ordinary(adapter, entry, op, slots, clock, streams.pacer)
 
 
 async def _ordinary(
@@ -91,14 +94,22 @@ async def _ordinary(
     op: Send | Edit | Delete | Upload,
     slots: SlotMap,
     clock: Callable[[], float],
+    pacer: Pacer,
 ) -> None:
     """The ordinary call of `op`: a Send or Upload binds its slot to the new message,
-    a Delete forgets it, an Edit stamps when the message was written."""
+    a Delete forgets it, an Edit stamps when the message was written. Its method's
+    budgets are taken first; an Edit's were taken while it was queued, so that newer
+    edits merged into it meanwhile."""
     placed = None
     if isinstance(op, Edit | Delete) and (placed := slots.get(op.slot)) is None:
         raise MessageGone(f"slot {op.slot!r} has no message")  # the worker prevents this
+    made_call = call_of(op, entry.chat, placed.ref if placed else None)
+    if isinstance(op, Edit):
+        pacer.note(made_call.method)
+    else:
+        await pacer.take(adapter.limits, made_call.method, entry.chat)
     try:
-        made = await perform(adapter, call_of(op, entry.chat, placed.ref if placed else None))
+        made = await perform(adapter, made_call)
     finally:
         if isinstance(op, Edit) and placed is not None:
             # The platform times the edit somewhere between our call and its answer;
@@ -182,7 +193,7 @@ async def _streamed(
             await _extend(stream, entry, op, placed, more, streams, adapter.limits)
             placed.written_at = clock()
             return True
-        await streams.stop_turn(adapter.limits)
+        await streams.stop_turn(adapter.limits, entry.chat)
         await stream.stop_stream(placed.ref, "")  # ends it as it stands; the edit follows
     except StreamEnded:
         pass  # an ordinary message now: the ordinary call shows the full text
@@ -206,7 +217,7 @@ async def _start(
     rate limit, an outage, the formatting or the length ends streams in that chat,
     and the same op is sent at once."""
     stream = streams.usable(entry.chat)
-    if stream is None or op.buttons or not streams.start_spare(limits):
+    if stream is None or op.buttons or not await streams.start_spare(limits, entry.chat):
         return False
     limit = limits.max_text
     first, *rest = pieces(markdown_of(op), limit) or [""]
@@ -241,7 +252,7 @@ async def _extend(
         return
     *before, last = pieces(more, limits.max_text) or [""]
     await _append(stream, entry.key, op.slot, placed.ref, "".join(before), streams, limits)
-    await streams.stop_turn(limits)
+    await streams.stop_turn(limits, entry.chat)
     await stream.stop_stream(placed.ref, last)
     streams.forget(entry.key, op.slot)
 
@@ -257,6 +268,6 @@ async def _append(
 ) -> None:
     """Append `more` in pieces the platform takes, noting each one that went out."""
     for piece in pieces(more, limits.max_text):
-        await streams.append_turn(limits)
+        await streams.append_turn(limits, ref.chat)
         await stream.append_stream(ref, piece)
         streams.note(key, slot, (streams.streamed(key, slot) or "") + piece)

@@ -12,6 +12,7 @@ import logging
 import math
 import time
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -21,6 +22,7 @@ from bridge.outbox.calls import call
 from bridge.outbox.coalesce import absorb, catch_up
 from bridge.outbox.drafts import Drafts
 from bridge.outbox.lanes import Entry, Lane, is_routine, kind_of, log_drop, slot_of
+from bridge.outbox.pacer import LocalRates, Pacer, RateStore, last_method
 from bridge.outbox.pacing import Budget, interval
 from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover, replayed
 from bridge.outbox.runs import held
@@ -58,20 +60,22 @@ class Outbox:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         max_retries: int = 5,
+        rates: RateStore | None = None,
     ) -> None:
         self._adapter = adapter
         self._clock = clock
         self._sleep = sleep
         self._max_retries = max_retries
         self._global = Budget(clock, sleep)  # every call, over all chats
-        self._edits = Budget(clock, sleep)  # edits over all chats, where the platform says
+        # Each method's own budgets (bridge/rates.py), in this process or shared.
+        self.pacer = Pacer(rates if rates is not None else LocalRates(clock, sleep), sleep)
         self._lanes: dict[str, Lane] = {}
         self._presses = Lane("press answers", paced=False)
         # Apart from press answers: a busy bridge's reactions must not delay a Stop's.
         self._reactions = Lane("reactions", paced=False)
         self._slots: dict[str, SlotMap] = {}
         self.drafts = Drafts(adapter)
-        self.streams = Streams(adapter, clock, sleep)
+        self.streams = Streams(adapter, self.pacer)
         self._outstanding: Counter[str] = Counter()  # queued or in-flight ops per key
         self._progress: anyio.Event | None = None  # set when any op settles
         self._tg: TaskGroup | None = None
@@ -230,7 +234,7 @@ class Outbox:
             head = lane.queue[0]
             if not self._prepare(lane, head):
                 continue
-            if self._held(head):
+            if await self._held(head):
                 if lane.defer(head.key):  # other conversations of the chat go meanwhile
                     self.stats.deferred += 1
                 else:
@@ -242,23 +246,34 @@ class Outbox:
                 continue  # the head may have been merged or cancelled meanwhile
             limits = self._limits
             routine = is_routine(head.op)
-            if routine and not self._edits.spare(limits.edit_rate, limits.edit_burst):
+            if routine and not await self.pacer.spare(limits, "edit", head.chat):
                 # No edit to spare: let the chat's other ops go first, or wait for one.
                 if not self._step_aside(lane, head):
                     await self._sleep(SPARE_POLL)
                 continue
             await self._global.take(limits.global_rate)
-            if isinstance(head.op, Edit) and not routine and not self._streaming(head):
-                # Still queued while it waits: newer edits merge into it.
-                await self._edits.take(limits.edit_rate, limits.edit_burst)
+            if not routine:
+                await self._budget_queued(head)
             if lane.queue and lane.queue[0] is head:
                 return head
         return None
 
-    def _held(self, head: Entry) -> bool:
+    async def _budget_queued(self, head: Entry) -> None:
+        """Take an Edit's budget while it is still queued, so newer edits merge into
+        it meanwhile: an edit's, or for text a stream grows by, an append's."""
+        self.pacer.unpaid()
+        if not isinstance(head.op, Edit):
+            return
+        if not self._streaming(head):
+            await self.pacer.take(self._limits, "edit", head.chat)
+        elif head.op.draft:
+            await self.pacer.prepay(self._limits, "append_stream", head.chat)
+
+    async def _held(self, head: Entry) -> bool:
         if not self.streams.adapter or isinstance(head.op, AnswerPress | React):
             return False  # (a press makes no slot map)
-        return held(head, self._slot_map(head.key), self.streams, self._limits, self._clock())
+        slots = self._slot_map(head.key)
+        return await held(head, slots, self.streams, self._limits, self._clock())
 
     def _step_aside(self, lane: Lane, head: Entry) -> bool:
         """Move a routine Edit at the head behind the rest of its lane, if anything
@@ -314,10 +329,13 @@ class Outbox:
             outcome = await self._attempt(entry)
         finally:
             entry.in_flight = False
+            self.pacer.unpaid()
             # A draft is no message in the chat: it does not hold the chat's next
             # message back (its own pace is the renderer's, one per edit interval), so
             # the final message follows the last draft at once.
-            if lane.paced and not entry.drafted:
+            # Where the platform paces by method (`chat_methods`), the call took its
+            # method's budgets itself: the chat's other threads and methods go on.
+            if lane.paced and not entry.drafted and not self._limits.chat_methods:
                 # From the answer, as for edits: the platform counts a call when it
                 # lands, so no delay of this one can squeeze the next into its window
                 # (20 a minute in a Telegram group).
@@ -362,7 +380,7 @@ class Outbox:
         try:
             await call(self._adapter, entry, self._slot_map, self._clock, self.drafts, self.streams)
         except PlatformError as exc:
-            return self._recover(entry, exc)
+            return await self._recover(entry, exc)
         except Exception as exc:  # noqa: BLE001 - an adapter's bug: drop the op
             return GiveUp(exc)
         if isinstance(entry.op, Send | Edit) and not is_routine(entry.op):
@@ -370,7 +388,7 @@ class Outbox:
             self.stats.visible.observe(self._clock() - entry.since)
         return None
 
-    def _recover(self, entry: Entry, exc: PlatformError) -> Outcome:
+    async def _recover(self, entry: Entry, exc: PlatformError) -> Outcome:
         """Note what `exc` tells of the platform, then apply `recover`'s policy."""
         op, adopted = entry.op, False
         if isinstance(exc, RateLimited):
@@ -382,4 +400,11 @@ class Outbox:
             slots.forget(op.slot)
             adopted = placed is not None and placed.adopted
         tried = Tried(adopted, entry.clipped, entry.transient_tries)
-        return recover(op, exc, tried, limits=self._limits, max_retries=self._max_retries)
+        outcome = recover(op, exc, tried, limits=self._limits, max_retries=self._max_retries)
+        by_method = bool(self._limits.chat_methods)
+        if isinstance(exc, RateLimited) and isinstance(outcome, Retry) and by_method:
+            # Slack limits per method: the wait holds the method that was refused
+            # (over the workspace, or the channel's posts), not the chat's lane.
+            await self.pacer.hold(self._limits, last_method(), entry.chat, outcome.after)
+            return replace(outcome, after=0.0)
+        return outcome

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Final
 
 from bridge.backoff import Backoff
+from bridge.rates import TokenBucket
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -15,42 +15,27 @@ TRANSIENT_BACKOFF: Final = Backoff(first=0.5, cap=30.0)
 
 
 class Budget:
-    """A token bucket: up to `burst` calls at once, then `rate` a second. A taker that
-    finds it empty takes a token on credit and waits until it is repaid, so takers
-    are served in the order they came and at most `burst` + `rate` * t calls start in
-    any t seconds. Rate and burst are given with each call, read from the platform's
-    limits on use; a rate of 0 means no limit."""
+    """A token bucket (`bridge.rates.TokenBucket`): up to `burst` calls at once, then
+    `rate` a second. A taker that finds it empty takes a token on credit and waits
+    until it is repaid, so takers are served in the order they came and at most
+    `burst` + `rate` * t calls start in any t seconds. Rate and burst are given with
+    each call, read from the platform's limits on use; a rate of 0 means no limit."""
 
     def __init__(
         self, clock: Callable[[], float], sleep: Callable[[float], Awaitable[None]]
     ) -> None:
         self._clock = clock
         self._sleep = sleep
-        self._tokens = math.inf  # full, whatever the burst
-        self._at = clock()
+        self._bucket = TokenBucket()
 
     async def take(self, rate: float, burst: int = 1) -> None:
-        if rate <= 0:
-            return
-        self._refill(rate, burst)
-        self._tokens -= 1
-        if self._tokens < 0:
-            await self._sleep(-self._tokens / rate)
+        wait = self._bucket.take(self._clock(), rate, burst)
+        if wait > 0:
+            await self._sleep(wait)
 
     def spare(self, rate: float, burst: int = 1) -> bool:
         """Take a token only if one is free now, nobody waiting on credit for it."""
-        if rate <= 0:
-            return True
-        self._refill(rate, burst)
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
-
-    def _refill(self, rate: float, burst: int) -> None:
-        now = self._clock()
-        self._tokens = min(float(max(1, burst)), self._tokens + (now - self._at) * rate)
-        self._at = now
+        return self._bucket.spare(self._clock(), rate, burst)
 
 
 def interval(rate: float) -> float:

@@ -50,7 +50,7 @@ SEPARATOR = "\n\n"  # between the texts of a run's messages in its stream
 HOLD_LIMIT = 30.0
 
 
-def held(
+async def held(
     entry: Entry, slots: SlotMap, streams: Streams, limits: PlatformLimits, now: float
 ) -> bool:
     """Whether `entry` waits for a stream start: the first text of a run in a chat that
@@ -70,7 +70,7 @@ def held(
     if streams.usable(entry.chat) is None:
         return False
     # Taken now, for this entry: of many waiting, only one goes when a start frees up.
-    entry.start = streams.start_spare(limits)
+    entry.start = await streams.start_spare(limits, entry.chat)
     return not entry.start
 
 
@@ -115,7 +115,7 @@ async def close(
     stream = streams.adapter
     if stream is not None:
         try:
-            await streams.stop_turn(limits)
+            await streams.stop_turn(limits, live.chat)
             await stream.stop_stream(live.ref, "")
         except (StreamEnded, MessageGone):
             pass  # already ended: it shows what it shows
@@ -146,7 +146,7 @@ async def _start(
     limits: PlatformLimits,
 ) -> bool:
     stream = streams.usable(entry.chat)
-    if stream is None or not (entry.start or streams.start_spare(limits)):
+    if stream is None or not (entry.start or await streams.start_spare(limits, entry.chat)):
         return False
     entry.start = True  # taken: a retry after a failed call uses it again
     text = "" if op.task is not None else markdown_of(op)
@@ -239,7 +239,7 @@ async def _append(
     chunks = pieces(before + text, limits.max_text) or [""]
     for i, piece in enumerate(chunks):
         cards = tasks if i == len(chunks) - 1 else ()
-        await streams.append_turn(limits)
+        await streams.append_turn(limits, live.chat)
         try:
             await stream.append_stream(live.ref, piece, cards)
         except StreamEnded:
@@ -264,7 +264,7 @@ async def _roll_over(
     False when none starts (the chat refused it, or its budget or the platform's
     health said no): the run's ops are posted as messages from then on."""
     running = [t for s, t in live.tasks.items() if t.status == "in_progress" and s != slot]
-    await streams.start_turn(limits)
+    await streams.start_turn(limits, live.chat)
     try:
         live.ref = await stream.start_stream(live.chat, piece.lstrip("\n"), [*running, *tasks])
     except PlatformError as exc:
@@ -289,7 +289,7 @@ async def _status(
     force: bool = False,
 ) -> None:
     """Set the thread's status line; a refusal or a busy budget leaves it be."""
-    if live.chat.thread_id is None or not (force or streams.status_spare(limits)):
+    if live.chat.thread_id is None or not (force or await streams.status_spare(limits, live.chat)):
         return
     try:
         await stream.set_status(live.chat, text)

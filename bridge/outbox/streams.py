@@ -23,22 +23,17 @@ in a new message never starts inside a link or code.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import anyio
-
-from bridge.outbox.pacing import Budget
 from bridge.outbox.refusals import Refusals
 from bridge.platform import Streaming
 from bridge.render.growing_markdown import sealed, settled
 from bridge.render.safe_markdown import disarmed
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from bridge.model import ChatRef, Edit, MessageRef, PlatformLimits, Send, Task
+    from bridge.outbox.pacer import Pacer
     from bridge.platform import Adapter
 
 
@@ -61,44 +56,36 @@ class RunStream:
 class Streams(Refusals):
     """The chats that refused a stream, and the Markdown streamed so far per slot."""
 
-    def __init__(
-        self,
-        adapter: Adapter,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-    ) -> None:
+    def __init__(self, adapter: Adapter, pacer: Pacer) -> None:
         super().__init__("a stream")
         self._adapter = adapter if isinstance(adapter, Streaming) else None
         self._sent: dict[tuple[str, str], str] = {}
-        # The platform's budgets of starts and of stops (`PlatformLimits.stream_rate`):
-        # a start is only made with one to spare, a stop waits for one.
-        self._starts = Budget(clock, sleep)
-        self._stops = Budget(clock, sleep)
-        self._appends = Budget(clock, sleep)
-        self._statuses = Budget(clock, sleep)
+        # The platform's budgets of starts, stops, appends and status lines, each its
+        # own (`bridge.rates`): a start is only made with one to spare, a stop waits.
+        self.pacer = pacer
         self._runs: dict[str, RunStream] = {}  # conversation key → its run's stream
 
-    def start_spare(self, limits: PlatformLimits) -> bool:
+    async def start_spare(self, limits: PlatformLimits, chat: ChatRef | None = None) -> bool:
         """Whether a stream may start now without going over the platform's budget;
         when not, the answer is posted and edited (it still arrives, without a 429)."""
-        return self._starts.spare(limits.stream_rate, limits.stream_burst)
+        return await self.pacer.spare(limits, "start_stream", chat)
 
-    async def stop_turn(self, limits: PlatformLimits) -> None:
+    async def stop_turn(self, limits: PlatformLimits, chat: ChatRef | None = None) -> None:
         """Wait for the stop budget: every started stream must be stopped."""
-        await self._stops.take(limits.stream_rate, limits.stream_burst)
+        await self.pacer.take(limits, "stop_stream", chat)
 
-    async def start_turn(self, limits: PlatformLimits) -> None:
+    async def start_turn(self, limits: PlatformLimits, chat: ChatRef | None = None) -> None:
         """Wait for a start (a run's stream rolling over to a new one must go on)."""
-        await self._starts.take(limits.stream_rate, limits.stream_burst)
+        await self.pacer.take(limits, "start_stream", chat)
 
-    async def append_turn(self, limits: PlatformLimits) -> None:
+    async def append_turn(self, limits: PlatformLimits, chat: ChatRef | None = None) -> None:
         """Wait for the append budget; meanwhile newer text merges into the queued op,
         so a tight budget makes fewer, larger appends."""
-        await self._appends.take(limits.append_rate, limits.append_burst)
+        await self.pacer.take(limits, "append_stream", chat)
 
-    def status_spare(self, limits: PlatformLimits) -> bool:
+    async def status_spare(self, limits: PlatformLimits, chat: ChatRef | None = None) -> bool:
         """A status line is a nicety: it is set only with a call to spare."""
-        return self._statuses.spare(limits.status_rate, max(1, round(limits.status_rate * 5)))
+        return await self.pacer.spare(limits, "set_status", chat)
 
     @property
     def adapter(self) -> Streaming | None:

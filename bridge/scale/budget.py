@@ -1,27 +1,44 @@
-"""Platform rate budgets shared in Redis, so N frontends together keep one platform's limits.
+"""Platform rate budgets shared in Redis, so a scale-out's processes together keep one
+platform's limits.
 
 Each budget is a token bucket in a Redis hash (tokens, last refill in ms); one Lua
-script refills and takes from all the buckets a call needs (the chat's and the
-platform's), all or none, on Redis's own clock, and says how long to wait when one
-is empty. A worker's outbox already paces its own chats (bridge/outbox/); the
-shared budget is what holds when two workers' conversations share a Slack channel,
-or when many workers' calls meet in one frontend.
+script refills and takes from all the buckets a call needs, all or none, on Redis's
+own clock, and says how long to wait when one is empty.
+
+- `Budgets` is what a frontend takes before each call it makes for a worker: the
+  platform's calls over all chats, and the chat's where the platform paces every call
+  per chat (Telegram, Discord: a chat's conversations may be two workers').
+- `SharedRates` keeps the per-method budgets of every process's outbox
+  (`bridge.outbox.pacer.RateStore`, bridge/rates.py): what the docs call
+  workspace- or bot-wide (Slack's edits, stream starts, stops and appends, a
+  channel's posts) is one budget for all workers and frontends, and a 429's hold on
+  a method holds it for them all. Should Redis fail, each process paces on its own
+  for that call (`LocalRates`): late pacing beats a lost message.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
+from redis.exceptions import RedisError
 
+from bridge.outbox.pacer import LocalRates
 from bridge.platform import MEMBER
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import redis.asyncio as aioredis
 
     from bridge.model import ChatRef, PlatformLimits
+    from bridge.rates import Rate
+    from bridge.scale.stats import ScaleStats
+
+log = logging.getLogger(__name__)
 
 # KEYS: buckets. ARGV: pairs of (rate per s, burst) per bucket.
 # → 0 when a token was taken from every bucket, else ms to wait (nothing taken).
@@ -72,8 +89,9 @@ class Budgets:
     def buckets(self, limits: PlatformLimits, method: str, chat: ChatRef | None) -> list[Bucket]:
         """The buckets a call takes from: the platform's always, its chat's for a message."""
         out = [Bucket.at(f"{self._prefix}all", limits.global_rate)]
-        # A call that is no chat message (`Member.in_chat`) counts only against the bot.
-        if chat is not None and MEMBER[method].in_chat:
+        # A call that is no chat message (`Member.in_chat`) counts only against the bot;
+        # where the platform paces by method, the outboxes took its budgets already.
+        if chat is not None and MEMBER[method].in_chat and not limits.chat_methods:
             rate = limits.chat_rate_in(chat)
             out.append(Bucket.at(f"{self._prefix}chat:{limits.lane_of(chat)}", rate))
         return [b for b in out if b.rate > 0]
@@ -94,3 +112,68 @@ class Budgets:
             waits += 1
             await anyio.sleep(ms / 1000)
         return waits
+
+
+class SharedRates:
+    """`bridge.outbox.pacer.RateStore` in Redis: one platform's per-method budgets and
+    holds, the same for every process that shares the store."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        prefix: str,
+        platform: str,
+        stats: ScaleStats | None = None,
+    ) -> None:
+        self._redis = client
+        self._budgets = Budgets(client, prefix, platform)
+        self._prefix = f"{prefix}rate:{platform}:"
+        self._stats = stats
+        self._local = LocalRates(anyio.current_time, anyio.sleep)
+
+    def _buckets(self, rates: Sequence[Rate]) -> list[Bucket]:
+        return [Bucket(f"{self._prefix}m:{r.key}", r.rate, r.burst) for r in rates]
+
+    async def take(self, rates: Sequence[Rate]) -> None:
+        try:
+            waits = await self._budgets.take(self._buckets(rates))
+        except RedisError as exc:
+            self._failed(exc)
+            await self._local.take(rates)
+            return
+        if self._stats is not None:
+            self._stats.budget_waits += waits
+
+    async def spare(self, rates: Sequence[Rate]) -> bool:
+        try:
+            return await self._budgets.wait_ms(self._buckets(rates)) == 0
+        except RedisError as exc:
+            self._failed(exc)
+            return await self._local.spare(rates)
+
+    async def hold(self, keys: Sequence[str], seconds: float) -> None:
+        ms = max(1, math.ceil(seconds * 1000))
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.set(f"{self._prefix}hold:{key}", "1", px=ms)
+                await pipe.execute()
+        except RedisError as exc:
+            self._failed(exc)
+            await self._local.hold(keys, seconds)
+
+    async def held(self, keys: Sequence[str]) -> float:
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.pttl(f"{self._prefix}hold:{key}")
+                left = await pipe.execute()
+        except RedisError as exc:
+            self._failed(exc)
+            return await self._local.held(keys)
+        return max((int(ms) for ms in left), default=0) / 1000
+
+    def _failed(self, exc: RedisError) -> None:
+        if self._stats is not None:
+            self._stats.redis_errors += 1
+        log.warning("shared rate budgets unreachable (%s): pacing in this process", exc)

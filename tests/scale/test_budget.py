@@ -13,7 +13,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from bridge.model import ChatRef, PlatformLimits
-from bridge.scale.budget import Bucket, Budgets
+from bridge.rates import Rate
+from bridge.scale.budget import Bucket, Budgets, SharedRates
 
 if TYPE_CHECKING:
     from tests.support.redis_server import RedisServer
@@ -150,3 +151,34 @@ async def test_which_buckets_a_call_takes_from(
     assert [(b.key, b.rate, b.burst) for b in buckets] == [
         (f"{prefix}rate:slack:{name}", rate, burst) for name, rate, burst in expected
     ]
+
+
+async def test_a_platform_paced_by_method_is_not_paced_per_chat_again(
+    client: aioredis.Redis, prefix: str
+) -> None:
+    """Slack's outboxes took each method's budgets (SharedRates): a frontend takes only
+    the platform's calls over all chats."""
+    limits = PlatformLimits(chat_rate=1.0, global_rate=20.0, chat_methods=frozenset({"send"}))
+    buckets = Budgets(client, prefix, "slack").buckets(limits, "send", ChatRef("C1", "1.2"))
+    assert [b.key for b in buckets] == [f"{prefix}rate:slack:all"]
+
+
+async def test_two_processes_share_each_method_budget_and_its_holds(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    one = aioredis.from_url(redis_server.url, decode_responses=True)
+    other = aioredis.from_url(redis_server.url, decode_responses=True)
+    try:
+        first, second = SharedRates(one, prefix, "slack"), SharedRates(other, prefix, "slack")
+        edits = [Rate("edit", SLOW, 2)]
+        assert [await first.spare(edits), await second.spare(edits)] == [True, True]
+        assert not await first.spare(edits)  # the burst of both together is spent
+        assert not await second.spare(edits)
+        assert await second.spare([Rate("append_stream", SLOW, 1)])  # another method's own
+
+        await first.hold(["append_stream"], 5.0)
+        assert 4.0 < await second.held(["append_stream"]) <= 5.0
+        assert await second.held(["edit"]) <= 0
+    finally:
+        await one.aclose()
+        await other.aclose()

@@ -24,14 +24,10 @@ retries carrying `X-Slack-Retry-Num`. Slack waits 3 s for the answer; the status
 is kept in `answers` (0: no answer in time) and a 200 counts as an ack.
 `verify_url()` sends the URL verification challenge.
 
-`enforce_limits=True` adds Slack's limits, answering HTTP 429 with `Retry-After`
-(whole seconds) and `{"ok": false, "error": "ratelimited"}`, recording the refused
-call in `limited` as well as `calls`: `chat.update` of a message less than 1 s
-after its last accepted update, `chat.update` beyond the workspace's Tier 3 budget
-(a bucket of 20 refilled at 60 a minute: "50+ per minute, sporadic bursts
-welcome"), and `chat.postMessage` beyond a per-channel token bucket of 3 (burst)
-refilled at 1/s ("1 message per second per channel, short bursts allowed"), and the
-streaming methods' tiers (fake_slack_streams.py). Other methods' tiers are not modelled.
+`enforce_limits=True` adds Slack's limits, each method's budget of its own as Slack's
+pages document them (fake_slack_limits.py), answering HTTP 429 with `Retry-After` (whole
+seconds) and `{"ok": false, "error": "ratelimited"}`, recording the refused call in
+`limited` as well as `calls`.
 
 Tests must clear the proxy variables: slack_sdk ignores NO_PROXY
 (docs/design.md, "Platform libraries").
@@ -52,11 +48,13 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import WSMsgType, web
 
+from tests.support.fake_slack_limits import SlackLimits
+
 # Posted and check_message are re-exported: tests import them from here.
 from tests.support.fake_slack_messages import Posted as Posted
 from tests.support.fake_slack_messages import blocks_of, button_value, mentions, view_ok
 from tests.support.fake_slack_messages import check_message as check_message
-from tests.support.fake_slack_streams import STREAM_TIERS, StreamingMethods
+from tests.support.fake_slack_streams import StreamingMethods
 from tests.support.loopback import serve_on_loopback, until
 
 if TYPE_CHECKING:
@@ -74,13 +72,6 @@ WAIT = 60.0  # the default wait for the bot: generous, a loaded 2-core CI machin
 TRIGGER_LIFE = 3.0  # seconds a press's trigger_id can open a modal
 ACK_WITHIN = 3.0  # seconds Slack waits for an HTTP delivery's answer
 SIGNING_SECRET = "fake-signing-secret"
-# Slack's limits, enforced with `enforce_limits=True`.
-UPDATE_INTERVAL = 1.0  # s between accepted chat.update calls of one message
-POST_BURST = 3.0  # chat.postMessage per channel: bucket size …
-POST_RATE = 1.0  # … and refill per second
-UPDATE_BURST = 20.0  # chat.update per workspace (Tier 3): bucket size …
-UPDATE_RATE = 1.0  # … and refill per second
-
 Json = dict[str, Any]
 # What the manifest grants; auth.test reports the token's scopes in a header.
 SCOPES = (
@@ -141,9 +132,7 @@ class FakeSlack(StreamingMethods):
     answers: dict[str, int] = field(default_factory=dict)  # envelope id → HTTP status
     acked_with: dict[str, Json] = field(default_factory=dict)  # envelope id → ack's payload
     limited: list[Call] = field(default_factory=list)  # refused with 429 by the limits
-    _updated_at: dict[str, float] = field(default_factory=dict)  # ts → last accepted update
-    _post_bucket: dict[str, tuple[float, float]] = field(default_factory=dict)  # (tokens, at)
-    _update_bucket: tuple[float, float] | None = None  # the workspace's (tokens, at)
+    rate_limits: SlackLimits = field(default_factory=SlackLimits)  # with enforce_limits
     _ws: web.WebSocketResponse | None = None
     _runner: web.AppRunner | None = None
     _port: int = 0
@@ -548,29 +537,7 @@ class FakeSlack(StreamingMethods):
 
     def _rate_limit(self, call: Call) -> float:
         """Seconds until `call` would be allowed (0: allowed, and counted)."""
-        if call.method in STREAM_TIERS:
-            return self._stream_wait(call.method)
-        if call.method == "chat.update":
-            ts = str(call.args.get("ts"))
-            wait = self._updated_at.get(ts, -math.inf) + UPDATE_INTERVAL - call.at
-            if wait > 0:
-                return wait
-            tokens, then = self._update_bucket or (UPDATE_BURST, call.at)
-            tokens = min(UPDATE_BURST, tokens + (call.at - then) * UPDATE_RATE)
-            if tokens < 1:
-                self._update_bucket = (tokens, call.at)
-                return (1 - tokens) / UPDATE_RATE
-            self._update_bucket = (tokens - 1, call.at)
-            self._updated_at[ts] = call.at
-            return 0.0
-        if call.method == "chat.postMessage":
-            channel = str(call.args.get("channel"))
-            tokens, then = self._post_bucket.get(channel, (POST_BURST, call.at))
-            tokens = min(POST_BURST, tokens + (call.at - then) * POST_RATE)
-            allowed = tokens >= 1
-            self._post_bucket[channel] = (tokens - 1 if allowed else tokens, call.at)
-            return 0.0 if allowed else (1 - tokens) / POST_RATE
-        return 0.0
+        return self.rate_limits.wait(call.method, call.args, self.clock())
 
     async def _upload(self, request: web.Request) -> web.Response:
         self.uploads[request.match_info["file_id"]] = await request.read()

@@ -36,11 +36,8 @@ Rules from the method pages (docs.slack.dev/reference/methods/<method>) unless m
   loading_messages at most 10 (over it: invalid_arguments, the fake's choice).
 - `without_streaming`: "missing_scope" answers as a token without chat:write (the scope
   the four methods list) would, "unknown_method" as a Slack without these methods.
-- Rate limits (with `enforce_limits`, per workspace and method, 429 with Retry-After):
-  chat.appendStream is Tier 4 ("100+ per minute"), start and stop Tier 2 ("20+ per
-  minute"): a bucket refilled at the documented floor, with a burst of half a minute's
-  worth. setStatus has "special rate limits" with no figure: the fake gives it the Tier 3
-  bucket chat.update has (20, refilled at 1/s).
+- Rate limits (with `enforce_limits`): each method's own budget, as for every method
+  (fake_slack_limits.py).
 """
 
 from __future__ import annotations
@@ -53,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from aiohttp import web
 
+from tests.support.fake_slack_limits import BUDGETS
 from tests.support.fake_slack_messages import MAX_BLOCKS, Posted, blocks_of, blocks_ok
 
 if TYPE_CHECKING:
@@ -72,12 +70,9 @@ STREAM_LIFE = 300.0  # s from chat.startStream until Slack ends the stream
 STATUS_LIFE = 120.0  # s a thread status lasts without a reply ("a two minute timeout")
 TASK_STATUSES = frozenset({"pending", "in_progress", "complete", "error"})
 DISPLAY_MODES = frozenset({"timeline", "plan", "dense"})
-# method → (bucket size, refill per second); see the module docstring.
+# method → (bucket size, refill per second) of the streaming methods' budgets.
 STREAM_TIERS: dict[str, tuple[float, float]] = {
-    "chat.appendStream": (50.0, 100 / 60),
-    "chat.startStream": (10.0, 20 / 60),
-    "chat.stopStream": (10.0, 20 / 60),
-    "assistant.threads.setStatus": (20.0, 1.0),
+    method: (BUDGETS[method].burst, BUDGETS[method].rate) for method in STREAM_METHODS
 }
 
 
@@ -184,7 +179,6 @@ class StreamingMethods:
     without_streaming: Literal["missing_scope", "unknown_method"] | None = None
     statuses: dict[tuple[str, str], ThreadStatus] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic  # of stream lives, statuses, their limits
-    _stream_buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     if TYPE_CHECKING:  # provided by FakeSlack
 
@@ -227,16 +221,6 @@ class StreamingMethods:
         provided = ",".join(s for s in self.scopes if s != STREAM_SCOPE)
         body = {"ok": False, "error": "missing_scope", "needed": STREAM_SCOPE}
         return web.json_response({**body, "provided": provided})
-
-    def _stream_wait(self, method: str) -> float:
-        """Seconds until a call of streaming `method` is allowed (0: allowed, counted)."""
-        burst, rate = STREAM_TIERS[method]
-        now = self.clock()
-        tokens, then = self._stream_buckets.get(method, (burst, now))
-        tokens = min(burst, tokens + (now - then) * rate)
-        allowed = tokens >= 1
-        self._stream_buckets[method] = (tokens - 1 if allowed else tokens, now)
-        return 0.0 if allowed else (1 - tokens) / rate
 
     def _clear_status(self, channel: str, thread_ts: str | None) -> None:
         """The bot replied in the thread: Slack clears its status."""
