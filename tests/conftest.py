@@ -73,8 +73,11 @@ def agent_home(tmp_path: Path, fake_llm: FakeLLM) -> AgentHome:
 AGENT_RERUNS = 1
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """One rerun for the tests that drive a real agent (they take `agent_home`)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """One rerun for the tests that drive a real agent (they take `agent_home`), unless
+    the plugin is off (`-p no:rerunfailures`: every failure shows at once)."""
+    if not config.pluginmanager.hasplugin("rerunfailures"):
+        return
     for item in items:
         if "agent_home" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=AGENT_RERUNS, reruns_delay=1))
