@@ -257,7 +257,7 @@ def _scale(out: list[str], scale: ScaleStats) -> None:
         (
             "pi_bridge_rate_budget_waits_total",
             "counter",
-            "Platform calls held back by the rate budget the frontends share.",
+            "Platform calls held back by a rate budget shared in Redis (frontends and workers).",
             scale.budget_waits,
         ),
         (
