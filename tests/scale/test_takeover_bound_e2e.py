@@ -189,7 +189,7 @@ async def test_a_killed_worker_s_conversations_move_within_the_lease_and_a_look(
     print(f"(after the kill, after the last renewal, after the lapse) s: {figures}")
     for chat in CHATS:
         assert renewed[chat] <= killed, "renewed after the kill?"
-        assert last[chat] - killed > LEASE_TTL * 2 / 3, "not killed right after a renewal"
+        assert last[chat] - killed > LEASE_TTL - 1, "not killed right after a renewal"
         assert moved[chat] >= last[chat] - 0.05, f"tg:{chat} taken before its lease lapsed"
         assert moved[chat] - renewed[chat] <= BOUND, figures
         assert moved[chat] - killed <= BOUND, figures
