@@ -38,6 +38,7 @@ SWEEP_BATCH = 100
 # long after it died. Before, the look came with the sweep (lease_ttl / 2): up to
 # 22.5 s with the 15 s lease, 14.8-20.8 s measured.
 TAKEOVER_POLL = 1.0
+TAKEOVERS_AT_ONCE = 8  # a dead worker's conversations claimed side by side, at most
 RELEASE_FLUSH = 10.0  # s a handed-back conversation's last chat output may take
 
 
@@ -265,15 +266,31 @@ class Worker:
         lapsed = await self._leases.lapsed(SWEEP_BATCH)
         runs = [r for b in self.bridges for r in await b.store.live_runs()] if lapsed else []
         live = {r.key for r in runs}
+        room = self.settings.max_agents - len(self.owned)
+        wanted: list[str] = []
         for key, died in lapsed:
-            if key in self.owned or len(self.owned) >= self.settings.max_agents:
+            if key in self.owned or key in self._claiming or len(wanted) >= room:
                 continue
             # A worker that died holding it may have died mid-run before any trace of
             # the run reached the store: taken over, its chat is told what is known.
             if died or await self._left_work(key, live):
-                await self._claim(key, lapsed=True)
+                wanted.append(key)
             else:
                 await self._leases.forget(key)
+        # Side by side: each claim waits for its take-over (an agent taken back through
+        # its host), and one after another the last of a dead worker's dozens of
+        # conversations would get its owner well past the bound of lease_ttl + 1 s.
+        limit = anyio.CapacityLimiter(TAKEOVERS_AT_ONCE)
+        async with anyio.create_task_group() as tg:
+            for key in wanted:
+                tg.start_soon(self._claim_lapsed, key, limit)
+
+    async def _claim_lapsed(self, key: str, limit: anyio.CapacityLimiter) -> None:
+        async with limit:
+            try:
+                await self._claim(key, lapsed=True)
+            except RedisError as exc:
+                await self.redis_failed(f"taking over {key}", exc, retry=False)
 
     async def _left_work(self, key: str, live: set[str]) -> bool:
         """Whether a conversation let go of still wants an owner: messages waiting,
