@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import sys
+import warnings
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -19,7 +21,7 @@ from tests.support.agents import (
 from tests.support.fake_llm import FakeLLM
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Generator
     from pathlib import Path
 
     from tests.support.agents import AgentHome
@@ -81,6 +83,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "agent_home" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=AGENT_RERUNS, reruns_delay=1))
+
+
+FAILED_BEFORE = [False]  # the last test of this process failed in its call
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        FAILED_BEFORE[0] = report.failed
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _leftovers_of_a_failure_stay_with_it() -> None:
+    """A test cut off mid-way (a timeout) leaves clients unclosed, e.g. discord.py's
+    HTTP session; collected later, their "unclosed" warning would fail whichever test
+    runs then, its own rerun included. After a failure, already told, the next test
+    starts by collecting them."""
+    if not FAILED_BEFORE[0]:
+        return
+    FAILED_BEFORE[0] = False
+    # pytest keeps the failure's traceback, and with it the test's frames, for a
+    # post-mortem until the next test's call: let go of it first.
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
