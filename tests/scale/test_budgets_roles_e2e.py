@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from bridge.spend.report import money, tokens
 from tests.support.agents import PRICES
-from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop
+from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, role_env, stop
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import TOKEN, FakeTelegram
 from tests.support.redis_server import RedisServer, redis_server_bin
@@ -59,10 +59,7 @@ def role(tmp_path: Path, env: dict[str, str], name: str, budgets: str) -> dict[s
         f'[telegram]\npoll_timeout = 1\n[worker]\nname = "{name}"\nlease_ttl = {LEASE_TTL}\n'
         + budgets
     )
-    path = tmp_path / f"{name}.toml"
-    path.write_text(config, encoding="utf-8")
-    kind = "frontend" if name.startswith("f") else "worker"
-    return env | {"PI_BRIDGE_CONFIG": str(path), "PI_BRIDGE_ROLE": kind}
+    return role_env(tmp_path, env, name, config)
 
 
 @contextlib.asynccontextmanager

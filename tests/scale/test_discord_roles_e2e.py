@@ -24,7 +24,7 @@ import redis.asyncio as aioredis
 
 from adapters.discord.convert import thread_key
 from tests.adapters.discord.harness import button, shown, thread_of
-from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop
+from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, role_env, stop
 from tests.support.fake_discord import ALICE, GENERAL, GUILD_ID, TOKEN, FakeDiscord
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.journeys import tool_results
@@ -54,10 +54,7 @@ COMMANDS = "/applications/*/commands"
 
 def role(tmp_path: Path, env: dict[str, str], name: str) -> dict[str, str]:
     """A frontend ("f…") or a worker of that name, each with its own config file."""
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'[worker]\nname = "{name}"\nlease_ttl = {LEASE_TTL}\n', encoding="utf-8")
-    kind = "frontend" if name.startswith("f") else "worker"
-    return env | {"PI_BRIDGE_CONFIG": str(path), "PI_BRIDGE_ROLE": kind}
+    return role_env(tmp_path, env, name, f'[worker]\nname = "{name}"\nlease_ttl = {LEASE_TTL}\n')
 
 
 class ScaleOut:

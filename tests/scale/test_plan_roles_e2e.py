@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bridge.options import safe_name
-from tests.scale.test_worker_restart_e2e import CHAT, env_for, holder, role
+from tests.scale.test_worker_restart_e2e import CHAT, env_for, role
 from tests.support.cli import WAIT, bridge_process, kill_agents, stop
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.journeys import tool_results
-from tests.support.redis_server import RedisServer, redis_server_bin
+from tests.support.redis_server import RedisServer, redis_client, redis_server_bin
 from tests.test_plan_e2e import REFUSED, script
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ async def test_a_plan_made_on_one_worker_is_executed_by_another_from_the_store(
     script(fake_llm)
     pear = tmp_path / "data" / "workspaces" / safe_name(f"tg:{CHAT}") / "pear.txt"
     with RedisServer(tmp_path / "redis") as redis:
-        async with FakeTelegram() as telegram, holder(redis.url) as client:
+        async with FakeTelegram() as telegram, redis_client(redis.url) as client:
             # The agent stops with w1: w2 has nothing of the conversation in memory.
             env = env_for(tmp_path, agent_home, telegram, redis.url) | {"PI_BRIDGE_ON_STOP": "stop"}
             try:

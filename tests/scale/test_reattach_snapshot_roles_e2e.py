@@ -21,7 +21,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from bridge.rpc.shown import Snapshot
-from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop
+from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, role_env, stop
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import TOKEN, FakeTelegram
 from tests.support.redis_server import RedisServer, redis_server_bin
@@ -63,10 +63,7 @@ def role(tmp_path: Path, env: dict[str, str], name: str) -> dict[str, str]:
         '[telegram]\npoll_timeout = 1\n[agents]\non_stop = "detach"\n'
         f'[worker]\nname = "{name}"\nlease_ttl = {LEASE_TTL}\n'
     )
-    path = tmp_path / f"{name}.toml"
-    path.write_text(config, encoding="utf-8")
-    kind = "frontend" if name.startswith("f") else "worker"
-    return env | {"PI_BRIDGE_CONFIG": str(path), "PI_BRIDGE_ROLE": kind}
+    return role_env(tmp_path, env, name, config)
 
 
 def chat_of(telegram: FakeTelegram, chat: int) -> list[str]:

@@ -16,7 +16,7 @@ import pytest
 
 from bridge.store.redis import RedisStore
 from bridge.store.schedule_record import ScheduleRecord
-from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop
+from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, role_env, stop
 from tests.support.fake_llm import Reply
 from tests.support.fake_telegram import TOKEN, FakeTelegram
 from tests.support.redis_server import RedisServer, redis_server_bin
@@ -42,10 +42,7 @@ def role(tmp_path: Path, env: dict[str, str], name: str) -> dict[str, str]:
         f'[telegram]\npoll_timeout = 1\n[worker]\nname = "{name}"\nlease_ttl = 60\n'
         "[schedules]\ntick = 0.3\n"
     )
-    path = tmp_path / f"{name}.toml"
-    path.write_text(config, encoding="utf-8")
-    kind = "frontend" if name.startswith("f") else "worker"
-    return env | {"PI_BRIDGE_CONFIG": str(path), "PI_BRIDGE_ROLE": kind}
+    return role_env(tmp_path, env, name, config)
 
 
 def schedule(schedule_id: str, prompt: str, now: float, **rule: object) -> ScheduleRecord:

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
-from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop
+from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, role_env, stop
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import TOKEN, FakeTelegram
-from tests.support.redis_server import RedisServer, redis_server_bin
+from tests.support.redis_server import RedisServer, redis_client, redis_server_bin
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
+
+    import redis.asyncio as aioredis
 
     from tests.support.agents import AgentHome
     from tests.support.fake_llm import FakeLLM
@@ -82,19 +82,7 @@ def env_for(tmp_path: Path, home: AgentHome, telegram: FakeTelegram, url: str) -
 def role(tmp_path: Path, env: dict[str, str], name: str) -> dict[str, str]:
     """A frontend ("f…") or a worker of that name, each with its own config file."""
     config = f'[telegram]\npoll_timeout = 1\n[worker]\nname = "{name}"\nlease_ttl = {LEASE_TTL}\n'
-    path = tmp_path / f"{name}.toml"
-    path.write_text(config, encoding="utf-8")
-    kind = "frontend" if name.startswith("f") else "worker"
-    return env | {"PI_BRIDGE_CONFIG": str(path), "PI_BRIDGE_ROLE": kind}
-
-
-@contextlib.asynccontextmanager
-async def holder(url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(url, decode_responses=True)
-    try:
-        yield client
-    finally:
-        await client.aclose()
+    return role_env(tmp_path, env, name, config)
 
 
 async def now(client: aioredis.Redis) -> float:
@@ -129,7 +117,7 @@ async def test_a_killed_worker_s_conversations_move_within_the_lease_and_a_look(
     )
     moved: dict[int, float] = {}
     with RedisServer(tmp_path / "redis") as redis:
-        async with FakeTelegram() as telegram, holder(redis.url) as client:
+        async with FakeTelegram() as telegram, redis_client(redis.url) as client:
             env = env_for(tmp_path, agent_home, telegram, redis.url)
             try:
                 async with contextlib.AsyncExitStack() as stack:

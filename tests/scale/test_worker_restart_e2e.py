@@ -13,15 +13,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
-from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop
+from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, role_env, stop
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import TOKEN, FakeTelegram
-from tests.support.redis_server import RedisServer, redis_server_bin
+from tests.support.redis_server import RedisServer, redis_client, redis_server_bin
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
 
     from anyio.abc import Process
@@ -58,19 +56,7 @@ def env_for(tmp_path: Path, home: AgentHome, telegram: FakeTelegram, url: str) -
 def role(tmp_path: Path, env: dict[str, str], name: str) -> dict[str, str]:
     """A frontend ("f…") or a worker of that name, each with its own config file."""
     config = f'[telegram]\npoll_timeout = 1\n[worker]\nname = "{name}"\nlease_ttl = {LEASE_TTL}\n'
-    path = tmp_path / f"{name}.toml"
-    path.write_text(config, encoding="utf-8")
-    kind = "frontend" if name.startswith("f") else "worker"
-    return env | {"PI_BRIDGE_CONFIG": str(path), "PI_BRIDGE_ROLE": kind}
-
-
-@contextlib.asynccontextmanager
-async def holder(url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(url, decode_responses=True)
-    try:
-        yield client
-    finally:
-        await client.aclose()
+    return role_env(tmp_path, env, name, config)
 
 
 async def test_a_stopping_worker_hands_its_idle_conversation_to_another_at_once(
@@ -79,7 +65,7 @@ async def test_a_stopping_worker_hands_its_idle_conversation_to_another_at_once(
     fake_llm.add("first", Reply(text="First answer."))
     fake_llm.add("second", Reply(text="Second answer."))
     with RedisServer(tmp_path / "redis") as redis:
-        async with FakeTelegram() as telegram, holder(redis.url) as client:
+        async with FakeTelegram() as telegram, redis_client(redis.url) as client:
             env = env_for(tmp_path, agent_home, telegram, redis.url)
             try:
                 async with contextlib.AsyncExitStack() as stack:
@@ -111,7 +97,7 @@ async def test_a_worker_restarted_under_its_name_takes_its_running_agent_back(
         "long job", Reply(tool_calls=[ToolCall("bash", {"command": TOOL})]), Reply(text="Done.")
     )
     with RedisServer(tmp_path / "redis") as redis:
-        async with FakeTelegram() as telegram, holder(redis.url) as client:
+        async with FakeTelegram() as telegram, redis_client(redis.url) as client:
             env = env_for(tmp_path, agent_home, telegram, redis.url)
             try:
                 async with contextlib.AsyncExitStack() as stack:
@@ -161,7 +147,7 @@ async def test_a_run_shown_done_stays_done_when_a_killed_worker_s_agent_is_taken
         "long job", Reply(tool_calls=[ToolCall("bash", {"command": TOOL})]), Reply(text="Done.")
     )
     with RedisServer(tmp_path / "redis") as redis:
-        async with FakeTelegram() as telegram, holder(redis.url) as client:
+        async with FakeTelegram() as telegram, redis_client(redis.url) as client:
             env = env_for(tmp_path, agent_home, telegram, redis.url)
             try:
                 async with contextlib.AsyncExitStack() as stack:

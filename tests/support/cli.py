@@ -52,6 +52,15 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "bridge.app.cli", *args]
 
 
+def role_env(tmp_path: Path, env: dict[str, str], name: str, config: str) -> dict[str, str]:
+    """`env` for a frontend (a name starting with "f") or a worker named `name`, each
+    with its own config file holding `config`."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(config, encoding="utf-8")
+    kind = "frontend" if name.startswith("f") else "worker"
+    return env | {"PI_BRIDGE_CONFIG": str(path), "PI_BRIDGE_ROLE": kind}
+
+
 def write_config(tmp_path: Path, text: str) -> str:
     path = tmp_path / "pi-bridge.toml"
     path.write_text(text, encoding="utf-8")

@@ -8,15 +8,19 @@ deploy/dev-setup.sh installs.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import time
 from typing import TYPE_CHECKING
 
+import redis.asyncio as aioredis
+
 from tests.support.loopback import free_port
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
     from pathlib import Path
     from types import TracebackType
 
@@ -42,6 +46,16 @@ def answers_ping(port: int) -> bool:
             return sock.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+@contextlib.asynccontextmanager
+async def redis_client(url: str) -> AsyncIterator[aioredis.Redis]:
+    """A client of the server at `url` (strings decoded), closed at the end."""
+    client = aioredis.from_url(url, decode_responses=True)
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 class RedisServer:
