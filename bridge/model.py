@@ -202,6 +202,10 @@ class Send:
     buttons: Keyboard = ()
     force_reply: bool = False  # Telegram ForceReply: answers to input dialogs
     silent: bool = False  # progress, not a result (how a terminal orders what it prints)
+    # A run's status: where the chat's posts are scarce (Slack's one a second per
+    # channel, shared by its threads) it is posted only with a post to spare, after the
+    # answers waiting for one (outbox/delivery.py), for at most `GIVE_WAY_LIMIT`.
+    gives_way: bool = False
     # The one kind of message that notifies: it pings this person (bridge/render/pings.py);
     # every other message is posted without a notification where the platform allows.
     ping: Mention | None = None

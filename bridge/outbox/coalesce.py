@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bridge.model import Delete, Edit, Send, Upload
+from bridge.outbox.lanes import slot_of
 
 if TYPE_CHECKING:
     from bridge.model import Op
@@ -64,6 +65,24 @@ def catch_up(lane: Lane, entry: Entry) -> Entry | None:
     later = lane.next_for(entry)
     if later is None or not isinstance(later.op, Edit) or later.op.run_over:
         return None  # (a run's end keeps its place after the run's last ops)
+    merged = with_content(entry.op, later.op)
+    if merged is None:
+        return None
+    entry.renew(merged)
+    lane.queue.remove(later)
+    return later
+
+
+def take_in_next(lane: Lane, entry: Entry) -> Entry | None:
+    """Merge into `entry` the Edit of its slot queued right behind it, a run's end
+    included (nothing passes between them); returns that Edit, now removed."""
+    queue = list(lane.queue)
+    at = queue.index(entry)
+    later = queue[at + 1] if at + 1 < len(queue) else None
+    if later is None or later.in_flight or later.key != entry.key or not isinstance(later.op, Edit):
+        return None
+    if later.op.slot != slot_of(entry.op):
+        return None
     merged = with_content(entry.op, later.op)
     if merged is None:
         return None

@@ -19,9 +19,9 @@ import anyio
 
 from bridge.model import AnswerPress, Delete, Edit, React, Send
 from bridge.outbox.calls import call
-from bridge.outbox.coalesce import absorb, catch_up
+from bridge.outbox.coalesce import absorb, catch_up, take_in_next
 from bridge.outbox.drafts import Drafts
-from bridge.outbox.lanes import Entry, Lane, is_routine, kind_of, log_drop, slot_of
+from bridge.outbox.lanes import Entry, Lane, gives_way, is_routine, kind_of, log_drop, slot_of
 from bridge.outbox.pacer import LocalRates, Pacer, RateStore, last_method
 from bridge.outbox.pacing import Budget, interval
 from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover, replayed
@@ -48,6 +48,9 @@ log = logging.getLogger("bridge.outbox")
 EDIT_MARGIN = 0.05
 # How often a chat holding only routine edits looks for a spare edit again.
 SPARE_POLL = 0.25
+# Seconds a run's status gives way to answers where the chat's posts are scarce
+# (`Send.gives_way`); past that it takes its turn like any post.
+GIVE_WAY_LIMIT = 30.0
 
 
 class Outbox:
@@ -231,6 +234,7 @@ class Outbox:
         """Wait until the head of `lane` may go out and return it (still queued, so it
         keeps absorbing newer edits while it waits); None once the lane is empty."""
         while lane.queue:
+            self.pacer.unpaid()  # a token kept for a head that has since changed
             head = lane.queue[0]
             if not self._prepare(lane, head):
                 continue
@@ -238,19 +242,17 @@ class Outbox:
                 if lane.defer(head.key):  # other conversations of the chat go meanwhile
                     self.stats.deferred += 1
                 else:
+                    # A status that gave way may take a post the held answer leaves.
+                    lane.give_way_back()
                     await self._sleep(SPARE_POLL)
                 continue
             delay = self._ready_at(lane, head) - self._clock()
             if delay > 0:
                 await self._sleep(delay)
                 continue  # the head may have been merged or cancelled meanwhile
-            limits = self._limits
-            routine = is_routine(head.op)
-            if routine and not await self.pacer.spare(limits, "edit", head.chat):
-                # No edit to spare: let the chat's other ops go first, or wait for one.
-                if not self._step_aside(lane, head):
-                    await self._sleep(SPARE_POLL)
+            if await self._lets_others_go(lane, head):
                 continue
+            limits, routine = self._limits, is_routine(head.op)
             await self._global.take(limits.global_rate)
             if not routine:
                 await self._budget_queued(head)
@@ -258,10 +260,39 @@ class Outbox:
                 return head
         return None
 
+    async def _lets_others_go(self, lane: Lane, head: Entry) -> bool:
+        """Whether `head` waits for now, behind the chat's other ops where it may pass
+        them: a routine Edit while no edit is spare, a run's status giving way while
+        no post is spare (the chat's posts are owed to answers)."""
+        limits = self._limits
+        if is_routine(head.op):
+            if await self.pacer.spare(limits, "edit", head.chat):
+                return False
+            moved = self._step_aside(lane, head)
+        elif self._giving_way(head):
+            if await self.pacer.spare_for_next(limits, "send", head.chat):
+                return False
+            if (later := take_in_next(lane, head)) is not None:
+                # Its own slot's next op was what kept it in place: the status goes
+                # as its newest line (a run's end: once, never "working…" first).
+                self.stats.coalesced += 1
+                self._settle(later)
+                return True
+            moved = lane.give_way(head)
+            self.stats.deferred += moved
+        else:
+            return False
+        if not moved:
+            await self._sleep(SPARE_POLL)
+        return True
+
+    def _giving_way(self, head: Entry) -> bool:
+        """Whether `head` is a run's status that still gives way to answers."""
+        return gives_way(head.op) and self._clock() - head.since < GIVE_WAY_LIMIT
+
     async def _budget_queued(self, head: Entry) -> None:
         """Take an Edit's budget while it is still queued, so newer edits merge into
         it meanwhile: an edit's, or for text a stream grows by, an append's."""
-        self.pacer.unpaid()
         if not isinstance(head.op, Edit):
             return
         if not self._streaming(head):

@@ -72,6 +72,31 @@ class Lane:
         self.queue = deque(others + mine)
         return True
 
+    def give_way(self, entry: Entry) -> bool:
+        """Move `entry`, at the head, behind the ops queued after it that are not
+        giving way themselves, but never past a later op of its own slot (an Edit
+        must follow its Send); False when nothing could pass it."""
+        slot, passing = slot_of(entry.op), 0
+        rest = list(self.queue)[1:]
+        for later in rest:
+            if gives_way(later.op) or (later.key == entry.key and slot_of(later.op) == slot):
+                break
+            passing += 1
+        if not passing:
+            return False
+        self.queue = deque([*rest[:passing], entry, *rest[passing:]])
+        return True
+
+    def give_way_back(self) -> None:
+        """Bring the first entry giving way to the head: the head waits for something
+        else (a stream start), and a post may be spare now. A Send is the first op
+        of its slot, so it passes none of its own."""
+        for entry in list(self.queue)[1:]:
+            if gives_way(entry.op):
+                self.queue.remove(entry)
+                self.queue.appendleft(entry)
+                return
+
     def last_for(self, key: str, slot: str) -> Entry | None:
         """The newest entry touching `slot` if it can still be merged with: None when
         there is none or it is already in flight."""
@@ -116,6 +141,10 @@ def kind_of(op: Op) -> str:
 
 def is_routine(op: Op) -> bool:
     return isinstance(op, Edit) and op.routine
+
+
+def gives_way(op: Op) -> bool:
+    return isinstance(op, Send) and op.gives_way
 
 
 def slot_of(op: Op) -> str | None:

@@ -138,6 +138,15 @@ class Pacer:
         await self.take(limits, method, chat)
         _PREPAID.set(method)
 
+    async def spare_for_next(
+        self, limits: PlatformLimits, method: str, chat: ChatRef | None = None
+    ) -> bool:
+        """`spare`, keeping the token for the task's next call of `method`."""
+        if not await self.spare(limits, method, chat):
+            return False
+        _PREPAID.set(method)
+        return True
+
     @staticmethod
     def unpaid() -> None:
         """Forget a prepaid token the task did not use (its op changed meanwhile)."""

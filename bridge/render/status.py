@@ -147,7 +147,7 @@ class RunStatus:
 
     @classmethod
     def begin(cls, number: int, now: float, book: TokenBook) -> RunStatus:
-        slot = Slot(f"{STATUS_SLOT}{number}", silent=True)
+        slot = Slot(f"{STATUS_SLOT}{number}", silent=True, gives_way=True)
         token = book.issue(f"{STATUS_SLOT}{number}", StopChoice())
         return cls(number, now, slot, ((Button("⏹ Stop", token),),))
 

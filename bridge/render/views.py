@@ -60,6 +60,7 @@ class Slot:
     silent: bool = False
     force_reply: bool = False
     ping: Mention | None = None  # its first post notifies this person (pings.py)
+    gives_way: bool = False  # see `Send.gives_way`
     shown: View | None = None
     drafting: bool = False  # the last op left the text growing (`Send.draft`)
 
@@ -100,6 +101,7 @@ class Slot:
             silent=self.silent,
             draft=draft,
             ping=self.ping,
+            gives_way=self.gives_way,
         )
 
     def remove(self) -> list[Op]:
