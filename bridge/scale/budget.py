@@ -40,29 +40,47 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# KEYS: buckets. ARGV: pairs of (rate per s, burst) per bucket.
+# KEYS: the buckets, then as many markers "somebody waits for this bucket".
+# ARGV: "take" or "spare", then pairs of (rate per s, burst) per bucket.
 # → 0 when a token was taken from every bucket, else ms to wait (nothing taken).
+# A taker that must wait marks the buckets it waits for until it comes back, and a
+# spare call finds nothing while a mark is there: as in the process's own buckets
+# (bridge/rates.py, takers on credit), what may wait lets a waiting call go first.
 _TAKE = """
+local n = #KEYS / 2
+local spare = ARGV[1] == 'spare'
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local levels = {}
 local wait = 0
-for i, key in ipairs(KEYS) do
-  local rate = tonumber(ARGV[2 * i - 1])
-  local burst = tonumber(ARGV[2 * i])
+for i = 1, n do
+  local key = KEYS[i]
+  local rate = tonumber(ARGV[2 * i])
+  local burst = tonumber(ARGV[2 * i + 1])
   local state = redis.call('HMGET', key, 't', 'ms')
   local tokens = tonumber(state[1]) or burst
   local last = tonumber(state[2]) or ms
   tokens = math.min(burst, tokens + (ms - last) * rate / 1000)
   levels[i] = tokens
   if tokens < 1 then wait = math.max(wait, math.ceil((1 - tokens) * 1000 / rate)) end
+  if spare then
+    local wanted = redis.call('PTTL', KEYS[n + i])
+    if wanted > 0 then wait = math.max(wait, wanted) end
+  end
 end
-if wait > 0 then return wait end
-for i, key in ipairs(KEYS) do
-  local rate = tonumber(ARGV[2 * i - 1])
-  local burst = tonumber(ARGV[2 * i])
-  redis.call('HSET', key, 't', levels[i] - 1, 'ms', ms)
-  redis.call('PEXPIRE', key, math.ceil(burst * 1000 / rate) + 1000)
+if wait > 0 then
+  if not spare then
+    for i = 1, n do
+      if levels[i] < 1 then redis.call('SET', KEYS[n + i], '1', 'PX', wait + 250) end
+    end
+  end
+  return wait
+end
+for i = 1, n do
+  local rate = tonumber(ARGV[2 * i])
+  local burst = tonumber(ARGV[2 * i + 1])
+  redis.call('HSET', KEYS[i], 't', levels[i] - 1, 'ms', ms)
+  redis.call('PEXPIRE', KEYS[i], math.ceil(burst * 1000 / rate) + 1000)
 end
 return 0
 """
@@ -96,14 +114,16 @@ class Budgets:
             out.append(Bucket.at(f"{self._prefix}chat:{limits.lane_of(chat)}", rate))
         return [b for b in out if b.rate > 0]
 
-    async def wait_ms(self, buckets: list[Bucket]) -> int:
-        """Take one token from each bucket, or say how long until that could work."""
+    async def wait_ms(self, buckets: list[Bucket], *, spare: bool = False) -> int:
+        """Take one token from each bucket, or say how long until that could work;
+        `spare`: only if no waiting taker marked one of them (see `_TAKE`)."""
         if not buckets:
             return 0
-        args: list[str] = []
+        args: list[str] = ["spare" if spare else "take"]
         for bucket in buckets:
             args += [repr(bucket.rate), str(bucket.burst)]
-        return int(await self._take(keys=[b.key for b in buckets], args=args))
+        keys = [b.key for b in buckets]
+        return int(await self._take(keys=keys + [f"{k}:wanted" for k in keys], args=args))
 
     async def take(self, buckets: list[Bucket]) -> int:
         """Wait until every bucket gives a token; how many times it had to wait."""
@@ -146,7 +166,7 @@ class SharedRates:
 
     async def spare(self, rates: Sequence[Rate]) -> bool:
         try:
-            return await self._budgets.wait_ms(self._buckets(rates)) == 0
+            return await self._budgets.wait_ms(self._buckets(rates), spare=True) == 0
         except RedisError as exc:
             self._failed(exc)
             return await self._local.spare(rates)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 import redis.asyncio as aioredis
 
@@ -182,3 +183,22 @@ async def test_two_processes_share_each_method_budget_and_its_holds(
     finally:
         await one.aclose()
         await other.aclose()
+
+
+async def test_a_spare_call_lets_a_waiting_taker_have_the_next_token(
+    client: aioredis.Redis, prefix: str
+) -> None:
+    """What may wait (a run's status giving way, a stream start) finds no token to spare
+    while a call that must go waits for it, as in a process's own buckets where the
+    waiting taker holds the token on credit (bridge/rates.py)."""
+    budgets = Budgets(client, prefix, "slack")
+    waited, free = [Bucket(f"{prefix}waited", 20.0, 1)], [Bucket(f"{prefix}free", 20.0, 1)]
+    for bucket in (waited, free):
+        assert await budgets.wait_ms(bucket) == 0  # the burst is spent
+    wait = await budgets.wait_ms(waited)  # a taker must wait: it marks the bucket
+    assert wait > 0
+
+    await anyio.sleep(0.1)  # both refilled (20 a second); the taker is not back yet
+    assert await budgets.wait_ms(waited, spare=True) > 0
+    assert await budgets.wait_ms(free, spare=True) == 0  # nobody waits there
+    assert await budgets.wait_ms(waited) == 0  # the taker, back, has its token
