@@ -30,7 +30,11 @@ Invariants:
   (`PlatformLimits.chat_methods`: Slack), the chat's rate holds only those methods
   (posts, per chat, whatever the thread), every other method only its own budgets
   (`bridge/rates.py`, kept by the `Pacer` in this process or in Redis), and a 429
-  holds the method refused instead of the lane.
+  holds the method refused instead of the lane. There a run's status
+  (`Send.gives_way`) takes only a spare post, so when a channel's posts are owed
+  the answers waiting for one go first; it moves behind its thread's other ops
+  (never past its own slot's), takes in its own next Edit once nothing is
+  between them, and after `GIVE_WAY_LIMIT` takes its turn like any post.
 - Press answers and reactions skip the chat's queue: platforms want press answers
   within seconds, and neither is a message the chat's rate counts or that races
   the chat's messages. Each kind keeps its own order in its own lane (so a press
