@@ -60,7 +60,7 @@ class Store(Protocol):
     async def list_conversations(self) -> list[ConversationRecord]: ...
 
     async def delete_conversation(self, key: str) -> None:
-        """Remove the conversation and all its pending dialogs."""
+        """Remove the conversation, all its pending dialogs and what its run showed."""
         ...
 
     async def put_dialogs(self, records: Sequence[DialogRecord]) -> None:

@@ -260,6 +260,9 @@ class RedisStore:
             keys=[self._conv(key), self._conv_dialogs(key), self._index()],
             args=[key, self._dialog_prefix(key), self._token_prefix()],
         )
+        # What its run showed goes with it: a conversation made anew under the key
+        # must not take that back.
+        await self._redis.delete(f"{self._prefix}shown:{key}")
 
     # --- dialogs ---------------------------------------------------------------------
 

@@ -176,6 +176,7 @@ class SqliteStore:
             with _immediate(conn):
                 conn.execute("DELETE FROM conversations WHERE key = ?", (key,))
                 conn.execute("DELETE FROM dialogs WHERE key = ?", (key,))
+                conn.execute("DELETE FROM shown WHERE key = ?", (key,))
 
         await self._run(delete)
 

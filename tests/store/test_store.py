@@ -722,6 +722,15 @@ async def test_a_shown_snapshot_is_kept_replaced_and_dropped_per_conversation(
     assert await again.get_shown(OTHER) == "other"
 
 
+async def test_a_deleted_conversation_leaves_no_snapshot(store: Store) -> None:
+    # A conversation made anew under the same key must not take back what the old one showed.
+    assert await store.put_shown(KEY, "six", host="4:5", through=6)
+    assert await store.put_shown(OTHER, "other", host="4:5", through=9)
+    await store.delete_conversation(KEY)
+    assert await store.get_shown(KEY) is None
+    assert await store.get_shown(OTHER) == "other"
+
+
 async def test_a_snapshot_covering_less_of_the_same_host_does_not_replace_one(
     store: Store,
 ) -> None:
