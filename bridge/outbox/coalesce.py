@@ -63,28 +63,25 @@ def catch_up(lane: Lane, entry: Entry) -> Entry | None:
     it while it was in flight, so the retry carries the newest content. Returns the
     Edit taken in, now removed from the queue."""
     later = lane.next_for(entry)
-    if later is None or not isinstance(later.op, Edit) or later.op.run_over:
+    if later is None or (isinstance(later.op, Edit) and later.op.run_over):
         return None  # (a run's end keeps its place after the run's last ops)
-    merged = with_content(entry.op, later.op)
-    if merged is None:
-        return None
-    entry.renew(merged)
-    lane.queue.remove(later)
-    return later
+    return _taken_in(lane, entry, later)
 
 
 def take_in_next(lane: Lane, entry: Entry) -> Entry | None:
     """Merge into `entry` the Edit of its slot queued right behind it, a run's end
     included (nothing passes between them); returns that Edit, now removed."""
-    queue = list(lane.queue)
-    at = queue.index(entry)
-    later = queue[at + 1] if at + 1 < len(queue) else None
-    if later is None or later.in_flight or later.key != entry.key or not isinstance(later.op, Edit):
+    at = lane.queue.index(entry) + 1
+    later = lane.queue[at] if at < len(lane.queue) else None
+    if later is None or later.in_flight or later.key != entry.key:
         return None
-    if later.op.slot != slot_of(entry.op):
-        return None
-    merged = with_content(entry.op, later.op)
-    if merged is None:
+    return _taken_in(lane, entry, later) if slot_of(later.op) == slot_of(entry.op) else None
+
+
+def _taken_in(lane: Lane, entry: Entry, later: Entry) -> Entry | None:
+    """`later`, an Edit of `entry`'s slot, merged into `entry` and removed from the
+    queue; None when it is no Edit or `entry` cannot take it."""
+    if not isinstance(later.op, Edit) or (merged := with_content(entry.op, later.op)) is None:
         return None
     entry.renew(merged)
     lane.queue.remove(later)

@@ -14,6 +14,7 @@ Driven through a real `Outbox` on fake time against the in-memory platform.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +22,11 @@ from bridge.model import Button, ChatRef, Edit, PlatformLimits, Send
 from bridge.outbox.delivery import GIVE_WAY_LIMIT
 from tests.support.marked_ops import serving
 from tests.support.recording_adapter import FakeClock, RecordingAdapter, StreamingAdapter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from bridge.model import Op
 
 pytestmark = pytest.mark.anyio
 
@@ -98,29 +104,30 @@ async def test_statuses_give_way_to_answers_only_where_posts_are_scarce(case: Ca
     assert at == len(made)
 
 
-async def test_without_the_mark_four_threads_post_their_statuses_first() -> None:
-    # The control of the case above: what the mark changes.
+async def threads_posting(runs: int, ops: Callable[[int], list[Op]]) -> RecordingAdapter:
+    """`runs` threads of one channel submit `ops(n)` at once; the platform when all is done."""
     clock = FakeClock()
     platform = RecordingAdapter(SCARCE, clock=clock, sleep=clock.sleep)
     async with serving(platform, clock) as outbox:
-        for n in range(1, 5):
-            key, chat = thread(n)
-            outbox.submit(key, chat, [status(n, gives_way=False), answer(n)])
+        for n in range(1, runs + 1):
+            outbox.submit(*thread(n), ops(n))
         await outbox.flush()
+    return platform
+
+
+async def test_without_the_mark_four_threads_post_their_statuses_first() -> None:
+    # The control of the case above: what the mark changes.
+    platform = await threads_posting(4, lambda n: [status(n, gives_way=False), answer(n)])
     assert posts(platform)[:4] == ["⏳ working…"] * 4
 
 
 async def test_a_waiting_status_goes_with_what_it_was_edited_to_and_is_never_posted_twice() -> None:
-    clock = FakeClock()
-    platform = RecordingAdapter(SCARCE, clock=clock, sleep=clock.sleep)
-    async with serving(platform, clock) as outbox:
-        for n in range(1, 4):
-            key, chat = thread(n)
-            # The run ends before its status went out: the final line (no Stop) is
-            # queued behind the answer, as the renderer's run_over edit is.
-            done = Edit(f"status:{n}", f"✅ done {n}", run_over=True)
-            outbox.submit(key, chat, [status(n), answer(n), done])
-        await outbox.flush()
+    # The run ends before its status went out: the final line (no Stop) is queued
+    # behind the answer, as the renderer's run_over edit is.
+    platform = await threads_posting(
+        3,
+        lambda n: [status(n), answer(n), Edit(f"status:{n}", f"✅ done {n}", run_over=True)],
+    )
     made = posts(platform)
     assert sorted(made[:4]) == ["answer 1", "answer 2", "answer 3", "⏳ working…"]
     # Threads 2 and 3 show their final line once, never "working…" with a Stop.
