@@ -127,3 +127,15 @@ async def test_two_workers_share_one_budget_of_chat_updates(
     assert len(updates) <= allowed + 1, (len(updates), span)
     # Both workers answered at once: the budget was shared, not one worker's alone.
     assert {"p1", "p2"} <= holders, holders
+    # Four threads of one channel at once: the runs' statuses give way to the answers
+    # for the channel's posts, and still each thread shows its run's status once,
+    # ended (answers before statuses; issue 34).
+    for root in roots:
+        statuses = [
+            m.visible
+            for m in slack.messages.values()
+            if m.thread_ts == root
+            and not m.deleted
+            and ("working" in m.visible or "✅" in m.visible)
+        ]
+        assert [text.split(" ·")[0] for text in statuses] == ["✅ done"], (root, statuses)
