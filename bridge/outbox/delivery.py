@@ -22,7 +22,7 @@ from bridge.outbox.calls import call
 from bridge.outbox.coalesce import absorb, catch_up, take_in_next
 from bridge.outbox.drafts import Drafts
 from bridge.outbox.lanes import Entry, Lane, gives_way, is_routine, kind_of, log_drop, slot_of
-from bridge.outbox.pacer import LocalRates, Pacer, RateStore, last_method
+from bridge.outbox.pacer import LocalRates, Pacer, RateStore, hold_keys, last_method
 from bridge.outbox.pacing import Budget, interval
 from bridge.outbox.recovery import GiveUp, Outcome, Retry, Tried, as_send, recover, replayed
 from bridge.outbox.runs import held
@@ -250,7 +250,7 @@ class Outbox:
             if delay > 0:
                 await self._sleep(delay)
                 continue  # the head may have been merged or cancelled meanwhile
-            if await self._lets_others_go(lane, head):
+            if await self._lets_others_go(lane, head) or await self._held_back(lane, head):
                 continue
             limits, routine = self._limits, is_routine(head.op)
             await self._global.take(limits.global_rate)
@@ -284,6 +284,23 @@ class Outbox:
             return False
         if not moved:
             await self._sleep(SPARE_POLL)
+        return True
+
+    async def _held_back(self, lane: Lane, head: Entry) -> bool:
+        """Whether a 429 holds `head`'s method while a run's status waits behind it:
+        the status comes first again, to take a post if one is spare meanwhile, and
+        the head is tried again after `SPARE_POLL` (its wait would hold the status)."""
+        limits = self._limits
+        if gives_way(head.op) or not limits.chat_methods:
+            return False
+        if not any(gives_way(entry.op) for entry in lane.queue):
+            return False
+        streaming = isinstance(head.op, Edit) and self._streaming(head)
+        method = "append_stream" if streaming else kind_of(head.op)
+        if await self.pacer.store.held(hold_keys(limits, method, head.chat)) <= 0:
+            return False
+        lane.give_way_back()
+        await self._sleep(SPARE_POLL)
         return True
 
     def _giving_way(self, head: Entry) -> bool:

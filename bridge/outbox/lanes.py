@@ -87,15 +87,16 @@ class Lane:
         self.queue = deque([*rest[:passing], entry, *rest[passing:]])
         return True
 
-    def give_way_back(self) -> None:
+    def give_way_back(self) -> bool:
         """Bring the first entry giving way to the head: the head waits for something
-        else (a stream start), and a post may be spare now. A Send is the first op
-        of its slot, so it passes none of its own."""
+        else (a stream start, a 429's hold), and a post may be spare now. A Send is
+        the first op of its slot, so it passes none of its own. False: none waits."""
         for entry in list(self.queue)[1:]:
             if gives_way(entry.op):
                 self.queue.remove(entry)
                 self.queue.appendleft(entry)
-                return
+                return True
+        return False
 
     def last_for(self, key: str, slot: str) -> Entry | None:
         """The newest entry touching `slot` if it can still be merged with: None when

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bridge.model import Button, ChatRef, Edit, PlatformLimits, Send
+from bridge.model import Button, ChatRef, Delete, Edit, PlatformLimits, Send
 from bridge.outbox.delivery import GIVE_WAY_LIMIT
+from bridge.platform import RateLimited
 from tests.support.marked_ops import serving
 from tests.support.recording_adapter import FakeClock, RecordingAdapter, StreamingAdapter
 
@@ -183,3 +184,21 @@ async def test_a_status_takes_a_post_its_answer_leaves_while_waiting_for_a_strea
         outbox.submit(key2, chat2, [Edit("text:2:1:0", "two", seal=True, run="run:1")])
         await outbox.flush()
     assert [(c.kind, c.text) for c in platform.calls if c.chat == chat2][-1] == ("send", "two")
+
+
+async def test_a_status_behind_an_op_held_by_a_429_takes_a_spare_post_meanwhile() -> None:
+    # The op the status gave way to is refused with a Retry-After: its method waits,
+    # and the status, which needs none of it, goes when a post is spare.
+    clock = FakeClock()
+    platform = RecordingAdapter(SCARCE, clock=clock, sleep=clock.sleep)
+    async with serving(platform, clock) as outbox:
+        key, chat = thread(1)
+        outbox.submit(key, chat, [Send("notice:1", "note")])  # the one post there is
+        await outbox.flush()
+        platform.fail_next("delete", RateLimited(10.0))
+        outbox.submit(key, chat, [status(1), Delete("notice:1")])
+        await outbox.flush()
+    [posted] = [c for c in platform.calls_of("send") if c.text == "⏳ working…"]
+    assert posted.at < 2.0  # the next post, not the end of the hold
+    [deleted] = platform.calls_of("delete", ok=True)
+    assert deleted.at >= 10.0
