@@ -284,6 +284,7 @@ class AgentLife:
         git_dirs = self._conversation.projects.git_dirs()
         await self._tell_lost_session()
         spec = await anyio.to_thread.run_sync(self.spec, workspace, git_dirs, reattach is None)
+        log.debug("conversation %s: starting its agent", self._conversation.key)
         client = AgentClient(
             spec,
             clock=self.services.clock,
@@ -300,6 +301,7 @@ class AgentLife:
                     await self.hosting.started(agent)
                     self.hosting.caught_up(agent)  # nothing to replay: nothing held
                     await self.adopt_session(agent)
+                    log.debug("conversation %s: agent %d ready", self._conversation.key, agent.pid)
                     task_status.started(agent)
                     await self._pump(agent)
         finally:
