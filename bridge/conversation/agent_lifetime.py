@@ -30,7 +30,7 @@ from bridge.conversation.shared import Holder
 from bridge.files.send_file import SentFiles
 from bridge.paths import GATE_EXTENSION
 from bridge.rpc.client import AgentClient
-from bridge.rpc.errors import RpcError
+from bridge.rpc.errors import AgentExited, AgentStartError, RpcError
 from bridge.rpc.process import AgentSpec
 from bridge.rpc.signals import AgentGone, RunEnded
 
@@ -113,8 +113,12 @@ class AgentLife:
             await self.services.gate.acquire(self._conversation)
             try:
                 agent: AgentClient = await tg.start(self._run)
-            except BaseException:
+            except BaseException as exc:
                 self.services.gate.release(self._conversation)
+                if isinstance(exc, AgentExited):
+                    # Its event pump, which reports a crash, never ran: said here, or
+                    # the message that needed the agent would go without a word.
+                    raise AgentStartError(f"The agent stopped as it started ({exc})") from exc
                 raise
         finally:
             self.spawning = False
