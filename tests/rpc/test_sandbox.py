@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import os
 import re
 import shutil
@@ -532,7 +533,9 @@ def test_pasta_joins_the_sandbox_only_once_bwrap_has_set_its_loopback_up(tmp_pat
     opts = options(tmp_path)
     spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=["/bin/true"])
     flags, found, command = keeper_arguments(spec)
-    hold, release = os.pipe()
+    low, release = os.pipe()
+    hold = fcntl.fcntl(low, fcntl.F_DUPFD, 10)  # above the fds the keeper places (0-6)
+    os.close(low)
     command = [command[0], "--unshare-user", "--userns-block-fd", str(hold), *command[1:]]
     keeper = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *flags, found, *command]
     process = subprocess.Popen(
