@@ -157,6 +157,7 @@ class Bridge:
         the adapter must not confirm it (bridge/admission.py). After `ADMIT_TRIES`
         attempts of one delivery the person is told instead, and this returns.
         """
+        log.debug("inbound %s for %s", inbound.event_id, inbound.key)
         try:
             await self._admit(inbound, self.services.clock())
         except _StoreDown as down:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import sys
 import warnings
 from collections import Counter
@@ -83,6 +84,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "agent_home" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=AGENT_RERUNS, reruns_delay=1))
+
+
+# The bridge's own loggers (and the adapters') at DEBUG in every test: pytest keeps each
+# test's records and prints them under "Captured log" when it fails, so a failed journey
+# shows how far its messages got (inbound, conversation, agent commands and records,
+# outbox calls). Only these: the SDKs' DEBUG (discord.py's gateway, aiohttp) is heavy
+# enough to change the timing of what a test is hunting.
+KEPT_LOGGERS = ("bridge", "adapters")
+
+
+@pytest.fixture(autouse=True)
+def _bridge_logs_kept() -> Generator[None, None, None]:
+    loggers = [logging.getLogger(name) for name in KEPT_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.DEBUG)
+    yield
+    for logger, level in zip(loggers, levels, strict=True):
+        logger.setLevel(level)
 
 
 FAILED_BEFORE = [False]  # the last test of this process failed in its call

@@ -30,7 +30,7 @@ from bridge.conversation.shared import Holder
 from bridge.files.send_file import SentFiles
 from bridge.paths import GATE_EXTENSION
 from bridge.rpc.client import AgentClient
-from bridge.rpc.errors import RpcError
+from bridge.rpc.errors import AgentExited, AgentStartError, RpcError
 from bridge.rpc.process import AgentSpec
 from bridge.rpc.signals import AgentGone, RunEnded
 
@@ -113,8 +113,12 @@ class AgentLife:
             await self.services.gate.acquire(self._conversation)
             try:
                 agent: AgentClient = await tg.start(self._run)
-            except BaseException:
+            except BaseException as exc:
                 self.services.gate.release(self._conversation)
+                if isinstance(exc, AgentExited):
+                    # Its event pump, which reports a crash, never ran: said here, or
+                    # the message that needed the agent would go without a word.
+                    raise AgentStartError(f"The agent stopped as it started ({exc})") from exc
                 raise
         finally:
             self.spawning = False
@@ -284,6 +288,7 @@ class AgentLife:
         git_dirs = self._conversation.projects.git_dirs()
         await self._tell_lost_session()
         spec = await anyio.to_thread.run_sync(self.spec, workspace, git_dirs, reattach is None)
+        log.debug("conversation %s: starting its agent", self._conversation.key)
         client = AgentClient(
             spec,
             clock=self.services.clock,
@@ -300,6 +305,7 @@ class AgentLife:
                     await self.hosting.started(agent)
                     self.hosting.caught_up(agent)  # nothing to replay: nothing held
                     await self.adopt_session(agent)
+                    log.debug("conversation %s: agent %d ready", self._conversation.key, agent.pid)
                     task_status.started(agent)
                     await self._pump(agent)
         finally:

@@ -120,6 +120,7 @@ class Intents:
         conversation.submit(conversation.renderer.working_on(message_id, person))
         if not agent.state.busy:
             await conversation.projects.before_run()  # the run's changed files count from here
+        log.debug("conversation %s: prompts agent %d", conversation.key, agent.pid)
         try:
             await agent.prompt(intent.text, as_content(intent.images))
         except BaseException:

@@ -167,6 +167,7 @@ class Supervisor:
         if nothing and not inbound.attachments and not inbound.scheduled:
             self.services.taken(inbound)
             return None  # no conversation (and no store record) for nothing
+        log.debug("conversation %s: opened", inbound.key)
         conversation = Conversation(inbound.key, inbound.chat, inbound.sender, self.services)
         self.conversations[inbound.key] = conversation
         assert self._tg is not None

@@ -425,9 +425,11 @@ class Outbox:
 
     async def _attempt(self, entry: Entry) -> Outcome:
         self.stats.calls[kind_of(entry.op)] += 1
+        log.debug("outbox: %s of slot %r for %s", kind_of(entry.op), slot_of(entry.op), entry.key)
         try:
             await call(self._adapter, entry, self._slot_map, self._clock, self.drafts, self.streams)
         except PlatformError as exc:
+            log.debug("outbox: %s for %s failed: %s", kind_of(entry.op), entry.key, type(exc))
             return await self._recover(entry, exc)
         except Exception as exc:  # noqa: BLE001 - an adapter's bug: drop the op
             return GiveUp(exc)

@@ -16,6 +16,7 @@ hosted agent running.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import time
 from typing import TYPE_CHECKING, Self
@@ -76,11 +77,14 @@ if TYPE_CHECKING:
     from bridge.rpc.hostlink import TakeBack
     from bridge.rpc.process import AgentSpec
 
+log = logging.getLogger(__name__)
+
 REQUEST_TIMEOUT = 30.0  # state commands answer in ms; prompt after preflight (~1 s)
 # auto_retry_start follows an error's agent_end within ~2 ms (x_retry).
 SETTLE_GRACE = 0.5
 ABORT_ON_CLOSE_TIMEOUT = 2.0
 EVENT_BUFFER = 4096
+STDERR_LOGGED = 500  # characters of an exited agent's stderr tail in its DEBUG line
 DIALOG_TICK = 0.2  # how often agent-side dialog deadlines are checked
 
 
@@ -133,7 +137,9 @@ class AgentClient:
         self._tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(self._tg.cancel_scope.cancel)  # first: the tasks end with the client
         try:
+            started = time.monotonic()
             self.link = await open_link(self.spec, self._host, self._reattach, self._max_record)
+            log.debug("agent %d: started", self.link.pid)
             self.link.start(self._tg)
             self._tg.start_soon(self._read_stdout)
             self._tg.start_soon(self._watch_dialogs)
@@ -143,6 +149,12 @@ class AgentClient:
                     self._requests, self._write_bytes, tail
                 )
                 self.state.profile = self.profile
+            log.debug(
+                "agent %d: %s, ready in %.2f s",
+                self.link.pid,
+                self.profile.name,
+                time.monotonic() - started,
+            )
         except BaseException:
             await self._finish()
             raise
@@ -344,7 +356,10 @@ class AgentClient:
         return not self._closing and self._exit is None
 
     async def _write(self, command: Outgoing) -> None:
-        await self._write_bytes(encode_command(command))
+        line = encode_command(command)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("agent %d: sends %s %s", self.pid, command.type, command.id)
+        await self._write_bytes(line)
 
     async def _write_bytes(self, line: bytes) -> None:
         if self._closing:
@@ -375,6 +390,12 @@ class AgentClient:
         assert self.link is not None
         await self.link.wait()
         self._exit = AgentExited(self.link.returncode, self.stderr_tail)
+        log.debug(
+            "agent %d: exited (%s): %s",
+            self.link.pid,
+            self.link.returncode,
+            self.stderr_tail[-STDERR_LOGGED:],
+        )
         self._requests.fail_all(self._exit)
         change = self.state.agent_exited()
         self._legacy.clear()
@@ -386,6 +407,8 @@ class AgentClient:
 
     async def _dispatch(self, frame: Frame) -> None:
         decoded: Decoded = decode_record(frame) if isinstance(frame, bytes) else frame
+        if log.isEnabledFor(logging.DEBUG):
+            _log_record(self.pid, decoded)
         if isinstance(decoded, Response):
             if not self._requests.answer(decoded):
                 await self._emit(OrphanResponse(decoded))
@@ -437,3 +460,18 @@ def _has_1x_fields(event: AgentSettled | ToolExecutionEnd) -> bool:
     if isinstance(event, AgentSettled):
         return event.aborted is not None
     return event.durationMs is not None
+
+
+# Streamed deltas: one per token; the records around them tell the story.
+_QUIET = frozenset({"message_update", "tool_execution_update", "bash_execution_update"})
+
+
+def _log_record(pid: int, decoded: Decoded) -> None:
+    """What the agent wrote, by kind (never its content: message text stays out of logs)."""
+    if isinstance(decoded, Response):
+        outcome = "ok" if decoded.success else "failed"
+        log.debug("agent %d: answers %s %s (%s)", pid, decoded.command, decoded.id, outcome)
+        return
+    kind = getattr(decoded, "type", None) or type(decoded).__name__
+    if kind not in _QUIET:
+        log.debug("agent %d: %s", pid, kind)

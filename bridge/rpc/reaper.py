@@ -24,7 +24,8 @@ both happen at once, EOF first, so a tool's `sleep` could outlive the bridge. He
   (`bridge/rpc/sandbox.py` moves them back inside);
 - with `--pasta=PATH --host-ports=SPEC` (an isolated network, `bridge/rpc/sandbox.py`)
   bwrap says on fd 5 which process holds the sandbox's new network namespace and waits
-  on fd 6; we start pasta on that namespace (outbound only: no port forwarded in, the
+  on fd 6; once that process has set the namespace's loopback up (see `_loopback_set`)
+  we start pasta on that namespace (outbound only: no port forwarded in, the
   host's loopback reached only on SPEC's ports, the gateway not mapped to the host),
   wait until its route is there and it listens on SPEC's ports inside (it binds them
   after the route: an agent connecting in between was refused), then let bwrap go on.
@@ -268,6 +269,13 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
     os.close(info)
     if holder is None:
         return False  # bwrap failed before making its namespaces: it says why itself
+    while not _loopback_set(holder):
+        if not os.path.exists(f"/proc/{holder}"):
+            return False  # bwrap failed setting the sandbox up: it says why itself
+        if time.monotonic() > deadline:
+            print("bwrap did not set the sandbox's loopback up", file=sys.stderr)
+            return False
+        time.sleep(0.002)
     pasta = [flags["--pasta"], "--config-net", "--quiet", "--foreground", "--no-map-gw"]
     pasta += ["-t", "none", "-u", "none", "-U", "none", "-T", flags.get("--host-ports") or "none"]
     # As the sandbox's own user: it must open the namespaces bwrap made as that user.
@@ -309,6 +317,20 @@ def _namespace_holder(info: int, deadline: float) -> int | None:
         with contextlib.suppress(ValueError):
             return int(json.loads(data)["child-pid"])
     return None
+
+
+def _loopback_set(pid: int) -> bool:
+    """Whether `pid` (bwrap's child) has given its network namespace's loopback
+    127.0.0.1. bwrap names that child on fd 5 before the child adds the address, with
+    NLM_F_EXCL, and then sets lo up. pasta sets lo up too, and the kernel gives an up lo
+    127.0.0.1 itself: a pasta started first made bwrap fail ("loopback: Failed
+    RTM_NEWADDR", exit 1), an agent dead at its start, now and then under load. Once the
+    address is there, bwrap's last step (lo up) cannot clash with pasta's."""
+    # The address's host route, in the namespace's local table (an IPv4 kernel always
+    # has this file; a down lo already has the route).
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/net/fib_trie") as trie:
+        return any(row.split() == ["|--", "127.0.0.1"] for row in trie)
+    return False
 
 
 def _ready(pid: int, ports: list[int]) -> bool:

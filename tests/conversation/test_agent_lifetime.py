@@ -23,7 +23,7 @@ import pytest
 from bridge.model import ButtonPress, ChatRef, Inbound, Sender
 from bridge.service import Bridge
 from bridge.store import open_store
-from tests.support.bridge_harness import LIMITS, OWNER, STRANGER, WAIT, options
+from tests.support.bridge_harness import LIMITS, OWNER, STRANGER, WAIT, options, running_bridge
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.paths import SUPPORT
 from tests.support.recording_adapter import RecordingAdapter
@@ -192,3 +192,17 @@ async def test_one_person_holds_at_most_max_per_user_agents(
         await chat.say(a, chat_a, "/stop")
         await chat.until(lambda: chat.shown(chat_c, "Hello there."))
         assert set(live) == {b, c, d}
+
+
+async def test_an_agent_that_dies_as_it_starts_is_told_in_the_chat(tmp_path: Path) -> None:
+    # A conversation's first message waits for its agent to start; an agent that died
+    # then (before its event pump, which reports crashes, ran) left the chat without a
+    # word: no status, no answer (bwrap failing at its start did so now and then).
+    crash = "import sys; sys.stderr.write('boom: no config\\n'); sys.exit(3)"
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    opts = options(tmp_path / "data", [sys.executable, "-c", crash], env)
+    async with running_bridge(opts) as harness:
+        await harness.say("hello")
+        told = await harness.shown("boom: no config")
+    assert "stopped as it started" in told
+    assert "exit 3" in told or "code 3" in told

@@ -11,12 +11,16 @@ bridge (and an agent without capabilities, as root) still keeps the token unread
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +32,8 @@ from bridge.containment.sandbox import config_of, contain, home_of, probe
 from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOptions
 from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
-from bridge.rpc.process import AgentSpec, spawn, terminate_group
+from bridge.rpc.process import AgentSpec, keeper_arguments, spawn, terminate_group
+from bridge.rpc.reaper import children
 from bridge.rpc.sandbox import STDIO_SHIM, Bind, Network, Sandbox, bwrap_argv
 from tests.support.agents import SUITE_USER
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
@@ -492,3 +497,70 @@ async def test_an_isolated_agent_reaches_its_listed_port_from_its_first_instruct
                         agents.start_soon(one, f"tg:{n}")
             tg.cancel_scope.cancel()
     assert codes == [0] * 20
+
+
+REAPER = REPO / "bridge" / "rpc" / "reaper.py"
+HELD = 3.0  # s bwrap's child is held at most, for a pasta started too soon to act
+
+
+def lo_up(pid: int) -> bool:
+    """Whether the loopback of `pid`'s network namespace is up (it then has ::1)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/net/if_inet6") as addresses:
+        return any(row.split()[-1:] == ["lo"] for row in addresses)
+    return False
+
+
+def holder_of(keeper: int) -> int | None:
+    """bwrap's child (the keeper's grandchild): it holds the sandbox's namespaces."""
+    return next((h for b in children(keeper) for h in children(b)), None)
+
+
+def map_user(pid: int) -> None:
+    """The uid and gid maps of `pid`'s new user namespace (what bwrap leaves to whoever
+    holds it with --userns-block-fd): this user as 0, as bwrap's --uid 0 --gid 0."""
+    Path(f"/proc/{pid}/uid_map").write_text(f"0 {os.getuid()} 1")
+    Path(f"/proc/{pid}/setgroups").write_text("deny")
+    Path(f"/proc/{pid}/gid_map").write_text(f"0 {os.getgid()} 1")
+
+
+def test_pasta_joins_the_sandbox_only_once_bwrap_has_set_its_loopback_up(tmp_path: Path) -> None:
+    # bwrap names its namespace's holder on --info-fd before that child sets the loopback
+    # up (an exclusive RTM_NEWADDR of 127.0.0.1). pasta sets lo up too, and the kernel
+    # gives an up lo 127.0.0.1: with pasta first, bwrap failed ("loopback: Failed
+    # RTM_NEWADDR", exit 1) and the agent died at its start, with the conversation's
+    # first message (a few starts in a hundred on a loaded two-core machine). Here
+    # bwrap's child is held (--userns-block-fd) until its lo is up or HELD has passed.
+    opts = options(tmp_path)
+    spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=["/bin/true"])
+    flags, found, command = keeper_arguments(spec)
+    low, release = os.pipe()
+    hold = fcntl.fcntl(low, fcntl.F_DUPFD, 10)  # above the fds the keeper places (0-6)
+    os.close(low)
+    command = [command[0], "--unshare-user", "--userns-block-fd", str(hold), *command[1:]]
+    keeper = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *flags, found, *command]
+    process = subprocess.Popen(
+        keeper,
+        pass_fds=(hold,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    os.close(hold)
+    try:
+        deadline = time.monotonic() + HELD
+        holder = None
+        while time.monotonic() < deadline and (holder is None or not lo_up(holder)):
+            holder = holder or holder_of(process.pid)
+            time.sleep(0.01)
+        assert holder is not None, "bwrap made no sandbox"
+        map_user(holder)
+        os.write(release, b"1")
+        _, err = process.communicate(timeout=30)
+    finally:
+        os.close(release)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert b"loopback" not in err, err
+    assert process.returncode == 0, err
