@@ -11,12 +11,12 @@ said so in the log with its cost.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Coroutine
 
     from bridge.spend.usage import UsageEntry
 
@@ -32,7 +32,7 @@ class UnsavedUsage:
         key: str,
         write: Callable[[UsageEntry], Awaitable[bool]],
         measure: Callable[[UsageEntry], None],
-        soon: Callable[[Callable[[], Awaitable[None]]], None],
+        soon: Callable[[Callable[[], Coroutine[Any, Any, None]]], object],
     ) -> None:
         self._key = key
         self._write = write  # the store's add_usage: True when the entry was new
