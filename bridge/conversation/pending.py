@@ -165,9 +165,10 @@ class Queued:
         async with self._lock:
             stopped, self._stopped = self._stopped, False
             agent = self._conversation.agent
-            if agent is not None and not agent.state.busy and agent.state.steering:
-                # What a run ended with in the agent's queue waits for the next prompt.
-                log.warning("a run ended with %d steer(s) in its queue", len(agent.state.steering))
+            left = agent.state.steering if agent is not None and not agent.state.busy else ()
+            if left and agent is not None and not agent.profile.clear_queue:
+                # Nothing takes these back: they wait in the agent for its next prompt.
+                log.warning("a run ended with %d steer(s) left in the agent's queue", len(left))
             if stopped or agent is None or not agent.alive or agent.state.busy:
                 return  # another run is on already (a prompt, the legacy agent's queue)
             if agent.profile.clear_queue:
