@@ -15,6 +15,7 @@ when it is done (`take_back`), behind those that arrived meanwhile.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from bridge.projects.project import Projects
     from bridge.render import Renderer
     from bridge.rpc.client import AgentClient
+
+log = logging.getLogger(__name__)
 
 FULL = "⏳ Too many messages are waiting; this one was not sent. Try again shortly."
 
@@ -121,7 +124,15 @@ class Intake:
             return
         if reading.inbound.scheduled:  # the chat sees why the agent starts on its own
             self._conversation.notify(reading.inbound.scheduled)
-        intent = route(reading, self._view())
+        view = self._view()
+        intent = route(reading, view)
+        log.debug(
+            "%s: %s is a %s (busy %s)",
+            self._conversation.key,
+            reading.inbound.event_id,
+            type(intent).__name__,
+            view.busy,
+        )
         await intents.carry_out(intent, item.reading.inbound)
         if isinstance(intent, Prompt | Steer | FollowUp):
             stats = self._services.stats

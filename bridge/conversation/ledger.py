@@ -22,6 +22,7 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Protocol
 
+from bridge.conversation.unsaved_usage import UnsavedUsage
 from bridge.model import AnswerPress
 from bridge.render import PickerOption
 from bridge.rpc.content import AssistantMessage
@@ -98,6 +99,12 @@ class Ledger:
         self._warned: set[str] = set()
         self._periods: dict[Kind, str] = {}  # of the latest decision
         self._standings: list[Standing] | None = None  # the spend as the last answer left it
+        self.unsaved = UnsavedUsage(  # what the store could not take yet (a Redis restart)
+            conversation.key,
+            services.store.add_usage,
+            lambda entry: _measure(services, entry),
+            conversation.soon,
+        )
 
     @property
     def chat(self) -> str:
@@ -208,8 +215,7 @@ class Ledger:
         # A replayed answer is counted in its run again (the run is replayed from its
         # start), but kept and measured once.
         self._run_cost += entry.cost
-        if await self._services.store.add_usage(entry):
-            _measure(self._services, entry)
+        await self.unsaved.add(entry)
         if self._budgets.enabled:
             await self._warn(await self._decide("usage", self.person))
 

@@ -23,6 +23,7 @@ held, `queue_update`s (read later than the answers to the commands) take nothing
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
     from bridge.render.queued import QueueView
     from bridge.rpc.client import AgentClient
     from bridge.rpc.profile import Disposition
+
+log = logging.getLogger(__name__)
 
 TAKEN = "✔ taken by the agent"
 DROPPED = "✖ not sent: the agent stopped"
@@ -116,6 +119,7 @@ class Queued:
                 return True
             try:
                 said = await self._send(agent, entry.kind, entry.text, entry.images)
+                log.debug("%s sent to the agent (%s): %s", entry.kind, said, entry.text[:40])
             except BaseException:
                 self._lineup.forget(entry)
                 raise
@@ -161,6 +165,10 @@ class Queued:
         async with self._lock:
             stopped, self._stopped = self._stopped, False
             agent = self._conversation.agent
+            left = agent.state.steering if agent is not None and not agent.state.busy else ()
+            if left and agent is not None and not agent.profile.clear_queue:
+                # Nothing takes these back: they wait in the agent for its next prompt.
+                log.warning("a run ended with %d steer(s) left in the agent's queue", len(left))
             if stopped or agent is None or not agent.alive or agent.state.busy:
                 return  # another run is on already (a prompt, the legacy agent's queue)
             if agent.profile.clear_queue:

@@ -286,6 +286,13 @@ class AgentClient:
         whether it waits in the queue or was dealt with at once ("handled")."""
         if not self.profile.native_queue:
             return await self._legacy.send("steer", text, images)
+        if not self.profile.clear_queue:
+            # 0.7x cannot hand a steer back, and one that reaches it just after its run
+            # took its last look at the queue (a message right behind a short run's
+            # prompt) would wait there for a prompt that may never come: lost. A prompt
+            # marked "steer" is queued while a run is on and starts a run otherwise,
+            # decided by the agent itself as it reads it (docs/rpc.md).
+            return await self.prompt(text, images, streaming_behavior="steer")
         answer = await self.request(Steer(message=text, images=list(images) or None))
         self._told(answer)
         return answer

@@ -90,6 +90,8 @@ class Forwarder:
             raise  # the bridge leaves it unconfirmed: the platform delivers it again
         if not entry:
             log.debug("delivery %s seen before; dropped", inbound.event_id)
+        else:
+            log.debug("%s: %s queued as %s", inbound.key, inbound.event_id, entry)
         return True
 
     async def _to_owner(self, inbound: Inbound) -> Inbound:

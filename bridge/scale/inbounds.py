@@ -167,6 +167,9 @@ class Inbounds:
         self._events[inbound.event_id] = key
         services = bridge.services
         since = services.clock() - max(0.0, wall - arrived) if arrived else None
+        log.debug(
+            "%s: entry %s (%s) handed in, cursor %s", key, entry_id, inbound.event_id, owned.cursor
+        )
         try:
             delivered = await bridge.supervisor.deliver(inbound, since)
         except Exception:

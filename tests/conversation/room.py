@@ -122,7 +122,7 @@ class Room:
         log = self.options.workspace(KEY) / "standin.log"
         lines = log.read_text().splitlines() if log.exists() else []
         commands = [json.loads(line) for line in lines if line.startswith("{")]
-        return [c for c in commands if c.get("type") == kind]
+        return [c for c in commands if _kind(c) == kind]
 
     async def working(self) -> None:
         """A run on: the stand-in's lasts until `end_run`."""
@@ -187,3 +187,12 @@ async def room(
             tg.cancel_scope.cancel()
     finally:
         await store.aclose()
+
+
+def _kind(command: dict[str, object]) -> object:
+    """A command's kind; a prompt marked with a `streamingBehavior` (how a steer goes to
+    0.73.1) counts as a steer or a follow-up."""
+    behaviour = command.get("streamingBehavior")
+    if command.get("type") == "prompt" and behaviour:
+        return "follow_up" if behaviour == "followUp" else "steer"
+    return command.get("type")

@@ -10,9 +10,10 @@ run's user messages), and the run ends as the profile's does. A steer of exactly
 EXIT ends the process (exit code 3), as a crash would; one of exactly COMPACT starts
 a compaction that ends on its own a moment later. A prompt that is
 `dialog <json>` also opens an extension dialog with those fields (`id` ui-1, ui-2, …).
-Steers and follow-ups queue and are listed in `queue_update`s; `clear_queue` gives
-them back. Every command it reads is appended, as read, to `standin.log` in its
-working directory: what the agent got.
+Steers and follow-ups queue and are listed in `queue_update`s (so does a prompt with
+a `streamingBehavior` while a run is on); `clear_queue` gives them back. Every
+command it reads is appended, as read, to `standin.log` in its working directory:
+what the agent got.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class Agent:
 
     def on_prompt(self, command: dict[str, object]) -> None:
         text = str(command.get("message", ""))
+        behaviour = command.get("streamingBehavior")
+        if self.busy and behaviour:  # as pi: queued while a run is on, a run otherwise
+            (self.on_follow_up if behaviour == "followUp" else self.on_steer)(command)
+            return
         answer(command)
         if not self.busy:
             self.busy = True
