@@ -281,12 +281,19 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
     # As the sandbox's own user: it must open the namespaces bwrap made as that user.
     runas = flags.get("--user") or f"{os.geteuid()}:{os.getegid()}"
     pasta += ["--runas", runas, str(holder)]
+    keeper = os.getpid()
     helper = os.fork()
     if helper == 0:
         try:
             # As Python starts every child: pasta refuses to run with these ignored.
             for sig in (signal.SIGPIPE, signal.SIGXFSZ, *HANDLED):
                 signal.signal(sig, signal.SIG_DFL)
+            # pasta holds the namespace itself and never quits on its own: a keeper
+            # killed outright (no code run to end it) must take it along. (The kernel
+            # clears this where pasta changes to another user: `--user`, documented.)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            if os.getppid() != keeper:
+                os._exit(143)
             null = os.open(os.devnull, os.O_RDWR)
             place({0: null, 1: null})
             os.execv(pasta[0], pasta)

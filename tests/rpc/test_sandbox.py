@@ -564,3 +564,51 @@ def test_pasta_joins_the_sandbox_only_once_bwrap_has_set_its_loopback_up(tmp_pat
             process.wait()
     assert b"loopback" not in err, err
     assert process.returncode == 0, err
+
+
+def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(tmp_path: Path) -> None:
+    # The keeper ends pasta when the agent exits; a keeper SIGKILLed (the OOM killer, a
+    # kill -9) ran no code, and pasta, which holds the namespace itself, stayed for good
+    # (the suite's restart tests left one per killed agent).
+    opts = options(tmp_path)
+    spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=["/bin/sleep", "60"])
+    flags, found, command = keeper_arguments(spec)
+    keeper = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *flags, found, *command]
+    process = subprocess.Popen(
+        keeper,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        pasta = None
+        deadline = time.monotonic() + 30
+        while pasta is None and time.monotonic() < deadline:
+            pasta = next((p for p in children(process.pid) if _is_pasta(p)), None)
+            time.sleep(0.02)
+        assert pasta is not None, "no pasta started"
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + 5
+        while _alive(pasta) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(pasta)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _is_pasta(pid: int) -> bool:
+    """By its arguments: pasta may exec another binary (passt.avx2) under its name."""
+    with contextlib.suppress(OSError):
+        return b"--config-net" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    return False
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie nobody reaped yet (init reaps an orphan's soon)."""
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
