@@ -281,6 +281,21 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
     # As the sandbox's own user: it must open the namespaces bwrap made as that user.
     runas = flags.get("--user") or f"{os.geteuid()}:{os.getegid()}"
     pasta += ["--runas", runas, str(holder)]
+    helper = _spawn(pasta)
+    ports = [int(p) for p in (flags.get("--host-ports") or "").split(",") if p.isdigit()]
+    while not _ready(holder, ports):
+        done, _ = os.waitpid(helper, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            print(f"pasta did not connect the agent's network ({pasta[0]})", file=sys.stderr)
+            return False
+        time.sleep(0.002)
+    os.write(go, b"1")
+    os.close(go)
+    return True
+
+
+def _spawn(pasta: list[str]) -> int:
+    """Start pasta as our child, its stdio on /dev/null; its pid."""
     keeper = os.getpid()
     helper = os.fork()
     if helper == 0:
@@ -300,16 +315,7 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
         except BaseException as exc:  # noqa: BLE001 - a forked child must not return
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
         os._exit(127)
-    ports = [int(p) for p in (flags.get("--host-ports") or "").split(",") if p.isdigit()]
-    while not _ready(holder, ports):
-        done, _ = os.waitpid(helper, os.WNOHANG)
-        if done or time.monotonic() > deadline:
-            print(f"pasta did not connect the agent's network ({pasta[0]})", file=sys.stderr)
-            return False
-        time.sleep(0.002)
-    os.write(go, b"1")
-    os.close(go)
-    return True
+    return helper
 
 
 def _namespace_holder(info: int, deadline: float) -> int | None:
