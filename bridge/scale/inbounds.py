@@ -79,6 +79,7 @@ class Inbounds:
             return
         entry = owned.inflight.pop(inbound.event_id, None)
         if entry is not None:
+            owned.acking.add(entry)
             self._acks_in.send_nowait((key, entry))
 
     def forget(self, owned: Owned) -> None:
@@ -147,8 +148,8 @@ class Inbounds:
             return
         if owned.cursor != ">":
             owned.cursor = entry_id
-            if entry_id in owned.inflight.values():
-                return  # read again with the pending ones: already being carried out
+            if entry_id in owned.inflight.values() or entry_id in owned.acking:
+                return  # read again with the pending ones: being carried out, or done
         bridge = self._owner.bridge_for(key)
         try:
             inbound, arrived = unwrap(fields.get("e", ""))
@@ -203,5 +204,6 @@ class Inbounds:
                     break
                 except RedisError as exc:
                     await self._owner.redis_failed("acknowledging an inbound", exc)
+            owned.acking.discard(entry)
             if not ok:
                 await self._owner.lose(key)

@@ -27,4 +27,7 @@ class Owned:
     stream: str
     cursor: str = "0"  # "0" or an id: its pending entries still to read; ">" new ones
     inflight: dict[str, str] = field(default_factory=dict)  # event id → entry id
+    # Entry ids carried out whose acknowledgement is not made yet: a read of the pending
+    # entries (after a failed read, say while Redis is down) must not hand them in again.
+    acking: set[str] = field(default_factory=set)
     resume_at: float = 0.0  # after an inbound could not be taken in: read again then
