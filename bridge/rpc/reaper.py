@@ -295,27 +295,54 @@ def _connect(flags: dict[str, str], info: int, go: int) -> bool:
 
 
 def _spawn(pasta: list[str]) -> int:
-    """Start pasta as our child, its stdio on /dev/null; its pid."""
+    """Start pasta under a watcher of ours, their stdio on /dev/null; the watcher's pid.
+
+    pasta holds the namespace itself and never quits on its own, so a keeper killed
+    outright (no code of ours runs) must still take it along: the watcher gets the
+    kernel's parent-death signal and ends pasta with it. The watcher stays our user:
+    the kernel clears that signal in a process that changes user, as pasta does where
+    it runs as the sandbox's (`--runas`)."""
     keeper = os.getpid()
-    helper = os.fork()
-    if helper == 0:
+    watcher = os.fork()
+    if watcher == 0:
         try:
             # As Python starts every child: pasta refuses to run with these ignored.
             for sig in (signal.SIGPIPE, signal.SIGXFSZ, *HANDLED):
                 signal.signal(sig, signal.SIG_DFL)
-            # pasta holds the namespace itself and never quits on its own: a keeper
-            # killed outright (no code run to end it) must take it along. (The kernel
-            # clears this where pasta changes to another user: `--user`, documented.)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-            if os.getppid() != keeper:
-                os._exit(143)
             null = os.open(os.devnull, os.O_RDWR)
             place({0: null, 1: null})
+            _watch(pasta, keeper)
+        except BaseException as exc:  # noqa: BLE001 - a forked child must not return
+            print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
+        os._exit(127)
+    return watcher
+
+
+def _watch(pasta: list[str], keeper: int) -> None:
+    """In the watcher: run pasta as our child until it exits, or until the keeper dies
+    (then end it); exit as pasta did."""
+    child = 0
+
+    def end(_signum: int, _frame: object) -> None:
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGTERM)
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, end)  # before pasta exists: none is left behind
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != keeper:
+        os._exit(143)  # the keeper died before the signal was set
+    child = os.fork()
+    if child == 0:
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.execv(pasta[0], pasta)
         except BaseException as exc:  # noqa: BLE001 - a forked child must not return
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)
         os._exit(127)
-    return helper
+    _, status = os.waitpid(child, 0)
+    os._exit(_exit_code(status))
 
 
 def _namespace_holder(info: int, deadline: float) -> int | None:

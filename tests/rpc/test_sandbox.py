@@ -566,11 +566,32 @@ def test_pasta_joins_the_sandbox_only_once_bwrap_has_set_its_loopback_up(tmp_pat
     assert process.returncode == 0, err
 
 
-def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "user",
+    [
+        SUITE_USER,
+        pytest.param(
+            "",  # a root bridge's default: nobody; pasta runs as that user (--runas)
+            marks=pytest.mark.skipif(os.geteuid() != 0, reason="a root bridge's case"),
+            id="as nobody",
+        ),
+    ],
+    ids=lambda user: f"as {user}",
+)
+def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(
+    tmp_path: Path, user: str
+) -> None:
     # The keeper ends pasta when the agent exits; a keeper SIGKILLed (the OOM killer, a
     # kill -9) ran no code, and pasta, which holds the namespace itself, stayed for good
-    # (the suite's restart tests left one per killed agent).
+    # (the suite's restart tests left one per killed agent). The kernel's parent-death
+    # signal alone is cleared where pasta changes user: a watcher of ours ends it.
     opts = options(tmp_path)
+    sandbox = dataclasses.replace(opts.agent.sandbox, user=user)
+    opts = dataclasses.replace(opts, agent=dataclasses.replace(opts.agent, sandbox=sandbox))
+    for step in (tmp_path, *tmp_path.parents):  # the sandbox's user passes through
+        if step == step.parent:
+            break
+        step.chmod(step.stat().st_mode | 0o011)
     spec = dataclasses.replace(spec_for(opts, "tg:1"), argv=["/bin/sleep", "60"])
     flags, found, command = keeper_arguments(spec)
     keeper = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *flags, found, *command]
@@ -585,7 +606,9 @@ def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(tmp_path: Pat
         pasta = None
         deadline = time.monotonic() + 30
         while pasta is None and time.monotonic() < deadline:
-            pasta = next((p for p in children(process.pid) if _is_pasta(p)), None)
+            # The keeper's child is pasta's watcher; pasta is the watcher's child.
+            below = [p for c in children(process.pid) for p in (c, *children(c))]
+            pasta = next((p for p in below if _is_pasta(p)), None)
             time.sleep(0.02)
         assert pasta is not None, "no pasta started"
         process.send_signal(signal.SIGKILL)
