@@ -333,10 +333,16 @@ def _watch(pasta: list[str], keeper: int) -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != keeper:
         os._exit(143)  # the keeper died before the signal was set
+    watcher = os.getpid()
     child = os.fork()
     if child == 0:
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            # And pasta ends with the watcher where it keeps our user (the kernel keeps
+            # the signal then): a watcher killed along with the keeper ends it too.
+            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            if os.getppid() != watcher:
+                os._exit(143)
             os.execv(pasta[0], pasta)
         except BaseException as exc:  # noqa: BLE001 - a forked child must not return
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)

@@ -578,8 +578,9 @@ def test_pasta_joins_the_sandbox_only_once_bwrap_has_set_its_loopback_up(tmp_pat
     ],
     ids=lambda user: f"as {user}",
 )
+@pytest.mark.parametrize("watcher_too", [False, True], ids=["keeper", "keeper and watcher"])
 def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(
-    tmp_path: Path, user: str
+    tmp_path: Path, user: str, watcher_too: bool
 ) -> None:
     # The keeper ends pasta when the agent exits; a keeper SIGKILLed (the OOM killer, a
     # kill -9) ran no code, and pasta, which holds the namespace itself, stayed for good
@@ -611,6 +612,10 @@ def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(
             pasta = next((p for p in below if _is_pasta(p)), None)
             time.sleep(0.02)
         assert pasta is not None, "no pasta started"
+        if watcher_too:  # as the suite's kill_agents does: every process in the workspace
+            if user != SUITE_USER:
+                pytest.skip("pasta, another user, holds no parent-death signal of its own")
+            os.kill(_parent(pasta), signal.SIGKILL)
         process.send_signal(signal.SIGKILL)
         process.wait()
         deadline = time.monotonic() + 5
@@ -621,6 +626,10 @@ def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def _is_pasta(pid: int) -> bool:
