@@ -159,6 +159,15 @@ def place(targets: dict[int, int]) -> None:
         os.close(fd)
 
 
+def _end_with(parent: int) -> None:
+    """In a forked child: be sent SIGTERM when `parent` dies, and exit at once if it
+    died before that was set. (The kernel clears the signal when the process changes
+    user, and keeps it across exec otherwise.)"""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os._exit(143)
+
+
 def _start(executable: str, argv: list[str], flags: dict[str, str], fds: dict[int, int]) -> int:
     keeper = os.getpid()
     pid = os.fork()
@@ -167,9 +176,7 @@ def _start(executable: str, argv: list[str], flags: dict[str, str], fds: dict[in
     try:
         for sig in HANDLED:
             signal.signal(sig, signal.SIG_DFL)  # an ignored signal would stay so after exec
-        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != keeper:  # we died before the signal was set
-            os._exit(143)
+        _end_with(keeper)
         if "--no-caps" in flags:
             drop_privileges()
         if "--stdio-fds" in flags:
@@ -185,9 +192,7 @@ def _start(executable: str, argv: list[str], flags: dict[str, str], fds: dict[in
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # a change of user clears it
-            if os.getppid() != keeper:
-                os._exit(143)
+            _end_with(keeper)  # a change of user cleared it
         os.execv(executable, argv)
     except BaseException as exc:  # noqa: BLE001 - a forked child must not return
         print(f"cannot start {executable}: {exc}", file=sys.stderr)
@@ -330,9 +335,7 @@ def _watch(pasta: list[str], keeper: int) -> None:
         os._exit(143)
 
     signal.signal(signal.SIGTERM, end)  # before pasta exists: none is left behind
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != keeper:
-        os._exit(143)  # the keeper died before the signal was set
+    _end_with(keeper)
     watcher = os.getpid()
     child = os.fork()
     if child == 0:
@@ -340,9 +343,7 @@ def _watch(pasta: list[str], keeper: int) -> None:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             # And pasta ends with the watcher where it keeps our user (the kernel keeps
             # the signal then): a watcher killed along with the keeper ends it too.
-            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-            if os.getppid() != watcher:
-                os._exit(143)
+            _end_with(watcher)
             os.execv(pasta[0], pasta)
         except BaseException as exc:  # noqa: BLE001 - a forked child must not return
             print(f"cannot start {pasta[0]}: {exc}", file=sys.stderr)

@@ -33,7 +33,7 @@ from bridge.options import AgentOptions, BridgeOptions, ChatOptions, SandboxOpti
 from bridge.rpc import nodump
 from bridge.rpc.errors import AgentStartError
 from bridge.rpc.process import AgentSpec, keeper_arguments, spawn, terminate_group
-from bridge.rpc.reaper import children
+from bridge.rpc.reaper import children, parent_of
 from bridge.rpc.sandbox import STDIO_SHIM, Bind, Network, Sandbox, bwrap_argv
 from tests.support.agents import SUITE_USER
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, stop, write_config
@@ -615,7 +615,7 @@ def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(
         if watcher_too:  # as the suite's kill_agents does: every process in the workspace
             if user != SUITE_USER:
                 pytest.skip("pasta, another user, holds no parent-death signal of its own")
-            os.kill(_parent(pasta), signal.SIGKILL)
+            os.kill(parent_of(Path(f"/proc/{pasta}/stat").read_text()), signal.SIGKILL)
         process.send_signal(signal.SIGKILL)
         process.wait()
         deadline = time.monotonic() + 5
@@ -626,10 +626,6 @@ def test_pasta_ends_with_its_keeper_even_when_the_keeper_is_killed(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def _is_pasta(pid: int) -> bool:
