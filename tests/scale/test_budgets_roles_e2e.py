@@ -9,17 +9,15 @@ import contextlib
 from typing import TYPE_CHECKING
 
 import pytest
-import redis.asyncio as aioredis
 
 from bridge.spend.report import money, tokens
 from tests.support.agents import PRICES
 from tests.support.cli import WAIT, bridge_process, cli_env, kill_agents, role_env, stop
 from tests.support.fake_llm import Reply, ToolCall
 from tests.support.fake_telegram import TOKEN, FakeTelegram
-from tests.support.redis_server import RedisServer, redis_server_bin
+from tests.support.redis_server import RedisServer, redis_client, redis_server_bin
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
 
     from anyio.abc import Process
@@ -60,15 +58,6 @@ def role(tmp_path: Path, env: dict[str, str], name: str, budgets: str) -> dict[s
         + budgets
     )
     return role_env(tmp_path, env, name, config)
-
-
-@contextlib.asynccontextmanager
-async def redis_client(url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(url, decode_responses=True)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 def reported(fake_llm: FakeLLM) -> tuple[int, int, float]:

@@ -10,14 +10,19 @@ finds nothing while a taker of another process waits is tests/scale/test_budget.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from bridge.model import Button, ChatRef, PlatformLimits, Send
 from bridge.outbox import Outbox
 from bridge.scale.budget import SharedRates
 from tests.support.recording_adapter import RecordingAdapter
+from tests.support.redis_server import redis_client
+
+if TYPE_CHECKING:
+    from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
 
@@ -34,15 +39,11 @@ def thread(n: int) -> tuple[str, ChatRef]:
 
 
 async def test_statuses_of_one_worker_give_way_to_answers_of_another(
-    redis_server: object, prefix: str
+    redis_server: RedisServer, prefix: str
 ) -> None:
-    url = redis_server.url  # type: ignore[attr-defined]
-    clients = [aioredis.from_url(url, decode_responses=True) for _ in range(2)]
     platform = RecordingAdapter(SCARCE)  # one Slack, seen by both workers
-    try:
-        outboxes = [
-            Outbox(platform, rates=SharedRates(client, prefix, "slack")) for client in clients
-        ]
+    async with redis_client(redis_server.url) as one, redis_client(redis_server.url) as other:
+        outboxes = [Outbox(platform, rates=SharedRates(c, prefix, "slack")) for c in (one, other)]
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 for outbox in outboxes:
@@ -61,9 +62,6 @@ async def test_statuses_of_one_worker_give_way_to_answers_of_another(
                 for outbox in outboxes:
                     await outbox.flush()
                 tg.cancel_scope.cancel()
-    finally:
-        for client in clients:
-            await client.aclose()
     made = [c.text for c in platform.calls_of("send", ok=True)]
     assert made[0] == "first"
     assert sorted(made[1 : ANSWERS + 1]) == sorted(f"answer {n}" for n in range(1, ANSWERS + 1))
